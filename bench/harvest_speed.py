@@ -1,0 +1,272 @@
+"""Harvest speed on article-extraction-benchmark (181 real pages replayed from a HAR under their original
+URLs).
+
+1. One harvest from scratch (empty store in a temp BRT_HOME; the embedding model is loaded beforehand and its
+   load time reported apart): wall time, pages/s, chunks/s, time per stage (fetch, extract, embed, chunk,
+   write) from the report, its events, and timers wrapped around the store's embedder and chunker.
+2. In the same process, the time to embed exactly the stored chunk texts alone (``embedder.embed_documents``,
+   same embedder, same batch size) -> ratio harvest_wall / embed_alone (target <= 1.5).
+3. A re-harvest of the same unchanged pages (same charter, same store, ``refresh=True``) -> speed-up
+   first/second (target >= 5x) and the second run's chunks_embedded (should be 0).
+
+    .venv/bin/python bench/harvest_speed.py --eval-dir ../shared/eval
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import hosts_of, load_aeb, machine_info, resolve_eval_dir, setup_env, write_har  # noqa: E402
+
+TARGET_RATIO = 1.5
+TARGET_SPEEDUP = 5.0
+
+
+class _Timer:
+    """Accumulates the wall time of calls to a wrapped function (thread-safe enough: one writer thread)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+        self.items = 0
+
+    def wrap(self, fn, count_arg: bool = False):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            t0 = time.monotonic()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds += time.monotonic() - t0
+                self.calls += 1
+                if count_arg and args:
+                    try:
+                        self.items += len(args[0])
+                    except TypeError:
+                        pass
+
+        return inner
+
+
+def _ev(event, key: str, default=None):
+    if isinstance(event, dict):
+        return event.get(key, default)
+    return getattr(event, key, default)
+
+
+def _event_stage_sums(events) -> dict[str, float]:
+    sums = {"fetch_s": 0.0, "extract_s": 0.0, "store_s": 0.0}
+    for e in events:
+        t = _ev(e, "timings") or {}
+        for k in sums:
+            v = t.get(k) if isinstance(t, dict) else getattr(t, k, None)
+            sums[k] += float(v or 0.0)
+    return {k: round(v, 2) for k, v in sums.items()}
+
+
+def run_harvest(charter, har, memory, *, refresh: bool, embed_t: _Timer, chunk_t: _Timer) -> dict:
+    from orchestrator.harvest import harvest
+
+    e0, c0 = embed_t.seconds, chunk_t.seconds
+    ei0 = embed_t.items
+    t0 = time.monotonic()
+    report = harvest(charter, replay=har, memory=memory, refresh=refresh)
+    wall = time.monotonic() - t0
+    timings = report.timings
+    store_s = float(getattr(timings, "store_s", 0.0))
+    embed_s = embed_t.seconds - e0
+    chunk_s = chunk_t.seconds - c0
+    return {
+        "wall_s": round(wall, 2),
+        "elapsed_s": report.elapsed_s,
+        "outcomes": report.counts(),
+        "pages_stored": report.pages_stored,
+        "chunks_total": report.chunks_total,
+        "chunks_embedded": report.chunks_embedded,
+        "texts_embedded_timer": embed_t.items - ei0,
+        "pages_per_s": round(report.pages_stored / wall, 3) if wall else None,
+        "chunks_per_s": round(report.chunks_total / wall, 3) if wall else None,
+        "report_timings": {k: round(float(v), 2) for k, v in vars(timings).items()},
+        "event_timing_sums": _event_stage_sums(report.events),
+        "embed_s": round(embed_s, 2),
+        "chunk_s": round(chunk_s, 2),
+        "write_s": round(max(0.0, store_s - embed_s - chunk_s), 2),
+        "blocked_requests": len(report.blocked_requests),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(
+        "--eval-dir",
+        default=None,
+        help="folder holding article-extraction-benchmark/ "
+        "(default: ../shared/eval relative to the repo root)",
+    )
+    ap.add_argument(
+        "--javascript", choices=["true", "false"], default="true", help="charter harvest.javascript"
+    )
+    ap.add_argument(
+        "--concurrency", type=int, default=None, help="charter harvest.concurrency (default: charter default)"
+    )
+    ap.add_argument("--limit", type=int, default=None, help="only the first N pages (quick check)")
+    ap.add_argument("--json-out", default=None)
+    ap.add_argument("--keep-tmp", action="store_true")
+    args = ap.parse_args(argv)
+
+    eval_dir = resolve_eval_dir(args.eval_dir)
+    tmp = Path(tempfile.mkdtemp(prefix="brt-bench-speed-"))
+    setup_env(tmp)
+    try:
+        from memory_store import memory as memory_mod
+        from orchestrator.charter import parse_charter
+        from orchestrator.config import open_memory
+
+        pages = load_aeb(eval_dir)
+        if args.limit:
+            pages = pages[: args.limit]
+        har = write_har(((p.url.split("#", 1)[0], p.html) for p in pages), tmp / "aeb.har")
+        harvest_cfg: dict = {
+            "max_pages": len(pages) + 10,
+            "max_depth": 0,
+            "obey_robots": False,
+            "javascript": args.javascript == "true",
+        }
+        if args.concurrency:
+            harvest_cfg["concurrency"] = args.concurrency
+        charter = parse_charter(
+            {
+                "id": "bench_speed",
+                "title": "harvest speed, article-extraction-benchmark replay",
+                "allowed_domains": hosts_of(p.url for p in pages),
+                "seeds": [p.url for p in pages],
+                "harvest": harvest_cfg,
+                "memory": {"enabled": True, "use_concept_index": False},
+            },
+            source="<bench>",
+        )
+        memory = open_memory(charter, create=True)
+
+        # Load the model before timing the harvest (process start-up is not harvest throughput).
+        t0 = time.monotonic()
+        embedder = memory.embedder
+        embedder.embed_documents(["warm-up"])
+        model_load_s = time.monotonic() - t0
+
+        # Timers: the store calls self.embedder.embed_documents (an instance attribute wins over the
+        # class method) and memory_store.memory.chunk_with (module global).
+        embed_t, chunk_t = _Timer(), _Timer()
+        original_embed = embedder.embed_documents
+        embedder.embed_documents = embed_t.wrap(original_embed, count_arg=True)
+        original_chunk_with = memory_mod.chunk_with
+        memory_mod.chunk_with = chunk_t.wrap(original_chunk_with)
+
+        load_start = [round(x, 2) for x in os.getloadavg()]
+        print(f"[bench] first harvest of {len(pages)} pages (load average {load_start}) ...", file=sys.stderr)
+        first = run_harvest(charter, har, memory, refresh=False, embed_t=embed_t, chunk_t=chunk_t)
+        print(f"[bench]   {first['wall_s']} s, {first['outcomes']}", file=sys.stderr)
+
+        # Embed the stored chunk texts alone, same embedder and batch size.
+        texts = [row["text"] for row in memory.chunks(include_vectors=False)]
+        embedder.embed_documents = original_embed
+        t0 = time.monotonic()
+        original_embed(texts)
+        embed_alone = time.monotonic() - t0
+        embedder.embed_documents = embed_t.wrap(original_embed, count_arg=True)
+        print(f"[bench] embed alone: {len(texts)} chunks in {embed_alone:.2f} s", file=sys.stderr)
+
+        print("[bench] re-harvest (refresh=True) ...", file=sys.stderr)
+        second = run_harvest(charter, har, memory, refresh=True, embed_t=embed_t, chunk_t=chunk_t)
+        print(
+            f"[bench]   {second['wall_s']} s, {second['outcomes']}, chunks_embedded "
+            f"{second['chunks_embedded']}",
+            file=sys.stderr,
+        )
+        memory_mod.chunk_with = original_chunk_with
+        embedder.embed_documents = original_embed
+
+        ratio = first["wall_s"] / embed_alone if embed_alone else None
+        speedup = first["wall_s"] / second["wall_s"] if second["wall_s"] else None
+
+        print()
+        print(
+            f"harvest speed, {len(pages)} pages replayed from HAR, javascript={harvest_cfg['javascript']}, "
+            f"concurrency={charter.harvest.concurrency}, batch size {getattr(embedder, 'batch_size', '?')}, "
+            f"model {memory.model_name}"
+        )
+        print(
+            f"model load (before timing): {model_load_s:.2f} s; load average at start {load_start}, "
+            f"at end {[round(x, 2) for x in os.getloadavg()]} on {os.cpu_count()} CPUs"
+        )
+        for name, r in (("first harvest", first), ("re-harvest (refresh)", second)):
+            print(
+                f"{name}: wall {r['wall_s']} s | {r['pages_stored']} pages stored "
+                f"({r['pages_per_s']} pages/s) | "
+                f"{r['chunks_total']} chunks ({r['chunks_per_s']} chunks/s) | {r['chunks_embedded']} embedded"
+            )
+            print(
+                f"   stages: fetch {r['report_timings'].get('fetch_s')} s, extract "
+                f"{r['report_timings'].get('extract_s')} s (both summed over pages, concurrent) | store "
+                f"{r['report_timings'].get('store_s')} s = embed {r['embed_s']} + chunk {r['chunk_s']} + "
+                f"write {r['write_s']} (writer thread, beside fetching) | outcomes {r['outcomes']}"
+            )
+        print(
+            f"embed alone: {len(texts)} chunk texts in {embed_alone:.2f} s "
+            f"({len(texts) / embed_alone:.1f} chunks/s)"
+        )
+        print(
+            f"harvest_wall / embed_alone = {ratio:.2f} (target <= {TARGET_RATIO}) -> "
+            f"{'reached' if ratio is not None and ratio <= TARGET_RATIO else 'MISSED'}"
+        )
+        print(
+            f"re-harvest speed-up first/second = {speedup:.2f}x (target >= {TARGET_SPEEDUP}x) -> "
+            f"{'reached' if speedup is not None and speedup >= TARGET_SPEEDUP else 'MISSED'}; "
+            f"second run chunks_embedded = {second['chunks_embedded']} (target 0)"
+        )
+
+        summary = {
+            "bench": "harvest_speed",
+            "pages": len(pages),
+            "javascript": harvest_cfg["javascript"],
+            "concurrency": charter.harvest.concurrency,
+            "batch_size": getattr(embedder, "batch_size", None),
+            "model": memory.model_name,
+            "model_load_s": round(model_load_s, 2),
+            "loadavg_at_start": load_start,
+            "first": first,
+            "embed_alone": {"chunks": len(texts), "seconds": round(embed_alone, 2)},
+            "second": second,
+            "ratio_harvest_over_embed": round(ratio, 3) if ratio else None,
+            "speedup_first_over_second": round(speedup, 3) if speedup else None,
+            "target": {"ratio_max": TARGET_RATIO, "speedup_min": TARGET_SPEEDUP, "second_chunks_embedded": 0},
+            "reached": {
+                "ratio": bool(ratio is not None and ratio <= TARGET_RATIO),
+                "speedup": bool(speedup is not None and speedup >= TARGET_SPEEDUP),
+                "second_chunks_embedded": second["chunks_embedded"] == 0,
+            },
+            "machine": machine_info(),
+        }
+        print()
+        print(json.dumps(summary))
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(summary, indent=1))
+    finally:
+        if args.keep_tmp:
+            print(f"[bench] kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

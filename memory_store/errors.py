@@ -1,0 +1,33 @@
+"""Exceptions raised by memory_store.
+
+MemoryStoreError
+├── StoreNotFound        the charter's store does not exist (never harvested, or cleaned)
+├── StoreLocked          another process holds the store's write lock
+├── ModelMismatch        the store was built with another embedding model
+├── EmbeddingModelError  the embedding model cannot be found or loaded
+└── StoreCorrupt         the store's files cannot be read
+"""
+
+
+class MemoryStoreError(Exception):
+    """Base class of every memory_store error."""
+
+
+class StoreNotFound(MemoryStoreError):
+    pass
+
+
+class StoreLocked(MemoryStoreError):
+    pass
+
+
+class ModelMismatch(MemoryStoreError):
+    pass
+
+
+class EmbeddingModelError(MemoryStoreError):
+    pass
+
+
+class StoreCorrupt(MemoryStoreError):
+    pass

@@ -1,0 +1,286 @@
+"""Finding and launching the browser: one headless Chromium, one fresh context, every request checked against
+the charter's allowlist, and everything read recorded as a HAR file."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .charter import url_allowed
+from .errors import BrowserNotFound, HarvestError
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Request, Route
+
+__all__ = ["LAUNCH_ARGS", "BlockedRequest", "BrowserSession", "find_browser", "har_path_for", "open_browser"]
+
+logger = logging.getLogger(__name__)
+
+#: Flags that keep Chromium from talking to anything but the pages we ask for (see DESIGN.md, "This machine").
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+_INTERNAL_SCHEMES = ("chrome:", "chrome-extension:", "chrome-untrusted:", "devtools:", "about:")
+
+_PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+_INSTALL_HINT = (
+    "No Chromium or Chrome browser was found. Install one of:\n"
+    "  apt-get install chromium            (Debian/Ubuntu, as root)\n"
+    "  playwright install chromium         (Playwright's managed Chromium)\n"
+    "or point brt at a browser binary with BRT_BROWSER=/path/to/chrome"
+)
+
+
+def find_browser() -> str:
+    """The browser executable: $BRT_BROWSER, Playwright's managed Chromium, then chromium/chromium-browser/
+    google-chrome on PATH. Raises BrowserNotFound with install instructions when there is none."""
+    return _find_browser(_playwright_chromium)
+
+
+def _find_browser(managed: Callable[[], str | None]) -> str:
+    env = os.environ.get("BRT_BROWSER")
+    if env:
+        path = Path(env).expanduser()
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+        found = shutil.which(env)
+        if found:
+            return found
+        raise BrowserNotFound(f"BRT_BROWSER={env!r} is not an executable file.\n{_INSTALL_HINT}")
+    path = managed()
+    if path:
+        return path
+    for name in _PATH_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise BrowserNotFound(_INSTALL_HINT)
+
+
+def _existing(path: str | None) -> str | None:
+    return path if path and Path(path).is_file() else None
+
+
+def _playwright_chromium() -> str | None:
+    """The path of Playwright's managed Chromium when it is installed."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - playwright is a dependency
+        return None
+    try:
+        with sync_playwright() as p:
+            return _existing(p.chromium.executable_path)
+    except Exception as exc:  # the driver may fail to start (or we run inside a loop); PATH still works
+        logger.debug("cannot ask Playwright for its Chromium: %s", exc)
+        return None
+
+
+def har_path_for(store_dir: Path) -> Path:
+    """``<store>/har/<UTC timestamp>.har``."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    return Path(store_dir) / "har" / f"{stamp}.har"
+
+
+@dataclass
+class BlockedRequest:
+    """A request the allowlist (or a missing HAR entry) stopped."""
+
+    url: str
+    resource_type: str
+    reason: str
+    navigation: bool = False
+    page: Any = field(default=None, repr=False, compare=False)  # the Playwright Page that made it, if known
+
+
+@dataclass
+class BrowserSession:
+    """What :func:`open_browser` yields: the context to open pages in and the requests it blocked."""
+
+    browser: Browser
+    context: BrowserContext
+    har_path: Path
+    executable: str
+    replay: Path | None = None
+    blocked: list[BlockedRequest] = field(default_factory=list)
+    # With --replay: request URL -> redirect target in the HAR (checked before the HAR router follows it).
+    replay_redirects: dict[str, str] = field(default_factory=dict)
+
+
+@asynccontextmanager
+async def open_browser(
+    allowed_domains: list[str],
+    *,
+    har_path: Path,
+    javascript: bool = True,
+    replay: Path | None = None,
+    executable: str | None = None,
+    user_agent: str | None = None,
+) -> AsyncIterator[BrowserSession]:
+    """Launch headless Chromium with one fresh context (no stored state, no downloads, no service workers)
+    whose every request must be http(s) on ``allowed_domains``. With ``replay``, responses come from that HAR
+    file only (anything missing from it is aborted). What the context reads is always recorded to
+    ``har_path``; closing the context writes the file."""
+    from playwright.async_api import Error as PlaywrightError
+    from playwright.async_api import async_playwright
+
+    if replay is not None and not Path(replay).is_file():
+        raise HarvestError(f"replay file not found: {replay}")
+    har_path = Path(har_path)
+    har_path.parent.mkdir(parents=True, exist_ok=True)
+
+    async with async_playwright() as p:
+        if executable is None:
+
+            def managed() -> str | None:
+                try:
+                    return _existing(p.chromium.executable_path)
+                except Exception:  # no managed browser registered
+                    return None
+
+            executable = _find_browser(managed)
+        try:
+            browser = await p.chromium.launch(executable_path=executable, headless=True, args=LAUNCH_ARGS)
+        except PlaywrightError as exc:
+            raise BrowserNotFound(f"cannot launch the browser at {executable}: {_first_line(exc)}") from exc
+        context_options: dict[str, Any] = {
+            "accept_downloads": False,
+            "service_workers": "block",
+            "java_script_enabled": javascript,
+            "record_har_path": str(har_path),
+            "record_har_content": "embed",
+            "ignore_https_errors": False,
+        }
+        if user_agent:
+            context_options["user_agent"] = user_agent
+        try:
+            context = await browser.new_context(**context_options)
+            session = BrowserSession(browser, context, har_path, executable, replay)
+            if replay is not None:
+                session.replay_redirects = _har_redirects(Path(replay))
+                # Registered first so it runs last: the allowlist route below falls back to it.
+                await context.route_from_har(str(replay), not_found="abort")
+                context.on("requestfailed", lambda request: _on_request_failed(session, request))
+            await context.route("**/*", lambda route: _allowlist_route(session, allowed_domains, route))
+            try:
+                yield session
+            finally:
+                await context.close()  # writes the HAR
+        finally:
+            await browser.close()
+
+
+async def _allowlist_route(session: BrowserSession, allowed_domains: list[str], route: Route) -> None:
+    request = route.request
+    navigation = request.is_navigation_request()
+    if url_allowed(request.url, allowed_domains):
+        target = session.replay_redirects.get(request.url)
+        if target is not None and not url_allowed(target, allowed_domains):
+            # The HAR router follows recorded redirects itself; stop one that leaves the allowlist here.
+            logger.info(
+                "blocked recorded redirect from %s to %s (not on allowed_domains)", request.url, target
+            )
+            session.blocked.append(
+                BlockedRequest(
+                    target,
+                    request.resource_type,
+                    "not on allowed_domains",
+                    navigation=navigation,
+                    page=_page_of(request),
+                )
+            )
+            await route.abort("blockedbyclient")
+            return
+        await route.fallback()
+        return
+    if request.url.startswith(_INTERNAL_SCHEMES):
+        # The browser's own resources (e.g. its PDF viewer): never network fetches, never allowed.
+        logger.debug("blocked internal %s request to %s", request.resource_type, request.url)
+        await route.abort("blockedbyclient")
+        return
+    logger.info("blocked %s request to %s (not on allowed_domains)", request.resource_type, request.url)
+    session.blocked.append(
+        BlockedRequest(
+            request.url,
+            request.resource_type,
+            "not on allowed_domains",
+            navigation=navigation,
+            page=_page_of(request),
+        )
+    )
+    await route.abort("blockedbyclient")
+
+
+def _har_redirects(har: Path) -> dict[str, str]:
+    """Request URL -> absolute redirect target for every 3xx entry of a HAR file."""
+    import json
+    from urllib.parse import urljoin
+
+    try:
+        entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HarvestError(f"cannot read the replay HAR {har}: {exc}") from exc
+    redirects: dict[str, str] = {}
+    for entry in entries:
+        try:
+            url = entry["request"]["url"]
+            response = entry["response"]
+            status = int(response.get("status") or 0)
+        except (KeyError, TypeError, ValueError):
+            continue
+        if not 300 <= status < 400:
+            continue
+        location = response.get("redirectURL") or next(
+            (
+                h.get("value")
+                for h in response.get("headers", [])
+                if str(h.get("name", "")).lower() == "location"
+            ),
+            None,
+        )
+        if location:
+            redirects[url] = urljoin(url, location)
+    return redirects
+
+
+def _on_request_failed(session: BrowserSession, request: Request) -> None:
+    """With --replay, a request missing from the HAR is aborted: log it and keep it for the events."""
+    failure = request.failure or ""
+    if "ERR_FAILED" not in failure or any(b.url == request.url for b in session.blocked):
+        return  # only route.abort() of the HAR router ("failed") means "missing from the HAR"
+    logger.info("replay: no recorded response for %s (%s)", request.url, failure)
+    session.blocked.append(
+        BlockedRequest(
+            request.url,
+            request.resource_type,
+            f"not in replay HAR ({failure})" if failure else "not in replay HAR",
+            navigation=request.is_navigation_request(),
+            page=_page_of(request),
+        )
+    )
+
+
+def _page_of(request: Request) -> Any:
+    try:
+        return request.frame.page
+    except Exception:  # service-worker requests have no frame
+        return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

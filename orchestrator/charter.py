@@ -1,0 +1,285 @@
+"""Task charters: the pydantic schema of DESIGN.md, loading from YAML or JSON, and validation errors that name
+the file and the field path."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import CharterError
+
+CHARTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class Section(_Strict):
+    title: str = Field(min_length=1)
+    label: str | None = None
+    question: str | None = None
+    concept: str | None = None
+
+    @property
+    def effective_label(self) -> str:
+        return self.label or self.title
+
+    @property
+    def effective_question(self) -> str:
+        return self.question or self.title
+
+
+class Outputs(_Strict):
+    doc: str = "out/report.md"
+    sections: list[Section] = Field(default_factory=list)
+
+
+class Harvest(_Strict):
+    max_pages: int = Field(50, ge=1, le=100_000)
+    max_depth: int = Field(1, ge=0, le=20)
+    concurrency: int = Field(4, ge=1, le=32)
+    timeout_s: float = Field(30, gt=0, le=600)
+    obey_robots: bool = True
+    javascript: bool = True
+    selectors: dict[str, str] = Field(default_factory=dict)
+
+
+class MemoryConfig(_Strict):
+    enabled: bool = True
+    use_concept_index: bool = True
+    persist: bool = False
+    # Extension (README): a FlagEmbedding model name or local path; null = the bundled all-MiniLM-L6-v2.
+    embedding_model: str | None = None
+
+
+class Retrieval(_Strict):
+    k: int = Field(5, ge=1, le=100)
+    min_score: float | None = Field(None, ge=-1.0, le=1.0)
+
+
+def host_allowed(host: str | None, allowed_domains: list[str]) -> bool:
+    """Host-suffix match of DESIGN.md: "web.dev" allows "web.dev" and "x.web.dev", never "notweb.dev";
+    an IP address or "localhost" allows that exact host only."""
+    if not host:
+        return False
+    host = host.lower().rstrip(".")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    for domain in allowed_domains:
+        if host == domain:
+            return True
+        if _is_exact_only(domain):
+            continue
+        if host.endswith("." + domain):
+            return True
+    return False
+
+
+def _is_exact_only(domain: str) -> bool:
+    if domain == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(domain.strip("[]"))
+        return True
+    except ValueError:
+        return False
+
+
+def url_allowed(url: str, allowed_domains: list[str]) -> bool:
+    """True when ``url`` is http(s) and its host is on the allowlist."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and host_allowed(parts.hostname, allowed_domains)
+
+
+_DOMAIN_RE = re.compile(
+    r"^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$"
+)
+
+
+class Charter(_Strict):
+    id: str
+    title: str = Field(min_length=1)
+    goal: str | None = None
+    allowed_domains: list[str] = Field(min_length=1)
+    seeds: list[str] = Field(min_length=1)
+    acceptance: list[str] = Field(default_factory=list)
+    outputs: Outputs = Field(default_factory=Outputs)
+    notes: str | None = None
+    harvest: Harvest = Field(default_factory=Harvest)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    retrieval: Retrieval = Field(default_factory=Retrieval)
+
+    # Not part of the schema: where the charter was loaded from (relative paths resolve against its folder).
+    _source: Path | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        if not CHARTER_ID_RE.match(value):
+            raise ValueError(
+                "must match [a-z0-9][a-z0-9_-]{0,63} (lower-case letters, digits, '_' and '-'; it names the "
+                "store and is never a path)"
+            )
+        return value
+
+    @field_validator("allowed_domains")
+    @classmethod
+    def _check_domains(cls, value: list[str]) -> list[str]:
+        cleaned = []
+        for i, domain in enumerate(value):
+            d = domain.strip().lower().rstrip(".")
+            if "://" in d or "/" in d or not d:
+                raise ValueError(
+                    f"item {i} ({domain!r}) must be a bare host name such as 'web.dev', not a URL"
+                )
+            if not (_is_exact_only(d) or _DOMAIN_RE.match(d)):
+                raise ValueError(f"item {i} ({domain!r}) is not a valid host name or IP address")
+            cleaned.append(d.strip("[]"))
+        return cleaned
+
+    @model_validator(mode="after")
+    def _check_seeds(self) -> Charter:
+        for i, seed in enumerate(self.seeds):
+            parts = urlsplit(seed)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise _FieldError(f"seeds.{i}", f"{seed!r} is not an absolute http(s) URL")
+            if not host_allowed(parts.hostname, self.allowed_domains):
+                raise _FieldError(
+                    f"seeds.{i}", f"{seed!r} is not on allowed_domains ({', '.join(self.allowed_domains)})"
+                )
+        for domain in self.harvest.selectors:
+            if not host_allowed(domain.lower(), self.allowed_domains):
+                raise _FieldError(
+                    f"harvest.selectors.{domain}", "names a domain that is not on allowed_domains"
+                )
+        return self
+
+    # -- derived values -------------------------------------------------------------------------------------
+
+    @property
+    def source(self) -> Path | None:
+        return self._source
+
+    @property
+    def base_dir(self) -> Path:
+        return self._source.parent if self._source else Path.cwd()
+
+    def resolve_path(self, relative: str) -> Path:
+        """A path written in the charter, resolved against the charter file's folder."""
+        p = Path(relative).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p)
+
+    @property
+    def doc_path(self) -> Path:
+        return self.resolve_path(self.outputs.doc)
+
+    def selector_for(self, host: str | None) -> str | None:
+        """The CSS selector configured for ``host`` (most specific domain wins), if any."""
+        if not host:
+            return None
+        host = host.lower()
+        best: tuple[int, str] | None = None
+        for domain, selector in self.harvest.selectors.items():
+            d = domain.lower()
+            if host == d or host.endswith("." + d):
+                if best is None or len(d) > best[0]:
+                    best = (len(d), selector)
+        return best[1] if best else None
+
+    def allows(self, url: str) -> bool:
+        return url_allowed(url, self.allowed_domains)
+
+
+class _FieldError(ValueError):
+    """A validation error raised from a model validator that knows its exact field path."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _problems(error: ValidationError) -> list[tuple[str, str]]:
+    problems = []
+    for e in error.errors():
+        ctx_err = (e.get("ctx") or {}).get("error")
+        if isinstance(ctx_err, _FieldError):
+            problems.append((ctx_err.field, ctx_err.message))
+            continue
+        field = _format_loc(e["loc"])
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key (not in the charter schema; check the spelling)"
+        elif e["type"] == "missing":
+            msg = "required field is missing"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        problems.append((field, msg))
+    return problems
+
+
+def parse_charter(data: Any, *, source: str | Path = "<charter>") -> Charter:
+    """Validate already-parsed charter data (a mapping)."""
+    path = str(source)
+    if not isinstance(data, dict):
+        raise CharterError(path, [("", f"expected a mapping at the top level, got {type(data).__name__}")])
+    try:
+        charter = Charter.model_validate(data)
+    except ValidationError as exc:
+        raise CharterError(path, _problems(exc)) from None
+    if isinstance(source, Path):
+        charter._source = source.resolve()
+    return charter
+
+
+def load_charter(path: str | Path) -> Charter:
+    """Load and validate a charter from a YAML (.yaml/.yml) or JSON (.json) file."""
+    p = Path(path)
+    try:
+        raw = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CharterError(str(p), [("", "file not found")]) from None
+    except OSError as exc:
+        raise CharterError(str(p), [("", f"cannot read: {exc.strerror or exc}")]) from None
+    except UnicodeDecodeError:
+        raise CharterError(str(p), [("", "not UTF-8 text")]) from None
+    if p.suffix.lower() == ".json":
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise CharterError(
+                str(p), [("", f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")]
+            ) from None
+    else:
+        import yaml
+
+        try:
+            data = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise CharterError(str(p), [("", f"malformed YAML{where}: {problem}")]) from None
+    return parse_charter(data, source=p)
+
+
+def charter_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a charter file."""
+    schema = Charter.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "brt task charter"
+    return schema

@@ -1,0 +1,163 @@
+"""Clean: write the audit snapshot (JSONL) and the harvest HAR beside it, then destroy the charter's store;
+and status, the read-only summary of a store."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+from .config import open_memory, snapshots_dir
+
+if TYPE_CHECKING:
+    from memory_store import Memory
+
+    from .charter import Charter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CleanResult:
+    snapshot_path: Path
+    har_path: Path | None
+    destroyed: bool
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def default_snapshot_path(charter_id: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return snapshots_dir() / f"{charter_id}-{stamp}.jsonl"
+
+
+def har_files(memory: Memory) -> list[Path]:
+    """The HAR archives the store's harvests recorded, oldest first."""
+    folder = memory.path / "har"
+    return sorted(folder.glob("*.har")) if folder.is_dir() else []
+
+
+def merge_hars(hars: list[Path], dest: Path) -> Path | None:
+    """Write one HAR holding every entry of ``hars``; the newest harvest's entries come first, so a replay
+    serves what was read last."""
+    merged: dict[str, Any] | None = None
+    entries: list[Any] = []
+    pages: list[Any] = []
+    for har in reversed(hars):
+        try:
+            data = json.loads(har.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            log.warning("skipping unreadable HAR %s: %s", har, exc)
+            continue
+        body = data.get("log", {})
+        if merged is None:
+            merged = data
+        entries.extend(body.get("entries", []))
+        pages.extend(body.get("pages", []))
+    if merged is None:
+        return None
+    merged["log"]["entries"] = entries
+    merged["log"]["pages"] = pages
+    tmp = dest.with_suffix(".har.tmp")
+    tmp.write_text(json.dumps(merged), encoding="utf-8")
+    tmp.replace(dest)
+    return dest
+
+
+def clean(
+    charter: Charter,
+    *,
+    snapshot: str | Path | None = None,
+    keep: bool | None = None,
+    vectors: bool = True,
+    memory: Memory | None = None,
+) -> CleanResult:
+    """Snapshot the charter's store to JSONL (with the harvest HAR beside it), then destroy the store unless
+    ``keep`` or the charter's ``memory.persist`` says to keep it.
+
+    Raises memory_store.StoreNotFound when there is no store."""
+    mem = memory if memory is not None else open_memory(charter, create=False)
+    path = Path(snapshot) if snapshot is not None else default_snapshot_path(charter.id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    extra = [dict(e, type=e.get("type", "harvest_event")) for e in mem.events()]
+    extra.extend(_concept_records(charter, mem))
+    manifest = mem.snapshot(path, extra_records=extra, include_vectors=vectors, tool_version=__version__)
+    har = merge_hars(har_files(mem), path.with_suffix(".har"))
+    keep_store = charter.memory.persist if keep is None else (keep or charter.memory.persist)
+    if not keep_store:
+        mem.reset()
+    log.info("snapshot written to %s (store %s)", path, "kept" if keep_store else "destroyed")
+    return CleanResult(path, har, destroyed=not keep_store, counts=dict(manifest.get("counts", {})))
+
+
+def _concept_records(charter: Charter, memory: Memory) -> list[dict[str, Any]]:
+    """concept / edge / concept_event records, once the concept index exists for this store."""
+    try:
+        from concept_index import snapshot_records
+    except ImportError:
+        return []
+    return list(snapshot_records(memory))
+
+
+@dataclass
+class StatusReport:
+    charter_id: str
+    exists: bool
+    path: Path
+    pages: int = 0
+    chunks: int = 0
+    model: str | None = None
+    dim: int | None = None
+    disk_bytes: int = 0
+    last_harvest: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "charter_id": self.charter_id,
+            "exists": self.exists,
+            "path": str(self.path),
+            "pages": self.pages,
+            "chunks": self.chunks,
+            "embedding_model": self.model,
+            "embedding_dim": self.dim,
+            "disk_bytes": self.disk_bytes,
+            "last_harvest": self.last_harvest,
+        }
+
+
+def status(charter: Charter) -> StatusReport:
+    """What the charter's store holds: pages, chunks, model, disk size and the last harvest's outcomes."""
+    from memory_store import Memory
+
+    from .config import memory_basepath
+
+    base = memory_basepath()
+    if not Memory.exists(charter.id, basepath=base):
+        return StatusReport(charter.id, exists=False, path=base / charter.id)
+    mem = open_memory(charter, create=False)
+    stats = mem.stats()
+    report = StatusReport(
+        charter.id,
+        exists=True,
+        path=mem.path,
+        pages=stats.pages,
+        chunks=stats.chunks,
+        model=stats.model,
+        dim=stats.dim,
+        disk_bytes=stats.disk_bytes,
+    )
+    events = [e for e in mem.events() if e.get("type", "harvest_event") == "harvest_event"]
+    if events:
+        run = events[-1].get("run_id")
+        last = [e for e in events if e.get("run_id") == run] if run else events
+        report.last_harvest = {
+            "run_id": run,
+            "started_at": min((e.get("started_at") or "") for e in last) or None,
+            "urls_attempted": len(last),
+            "outcomes": dict(Counter(e.get("outcome") for e in last)),
+        }
+    return report

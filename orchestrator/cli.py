@@ -1,0 +1,325 @@
+"""The `brt` command: thin wrappers over the library functions of the same names.
+
+Exit codes: 0 success; 1 the work could not be done (no store, browser missing, store busy, ...);
+2 bad input (an invalid charter, bad arguments)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import __version__
+
+log = logging.getLogger(__name__)
+
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+
+
+def _err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Map library errors to a clear message and an exit code, at one place."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from memory_store.errors import MemoryStoreError, StoreNotFound
+
+        from .errors import BrtError, CharterError
+
+        try:
+            return fn(*args, **kwargs)
+        except CharterError as exc:
+            _err(f"brt: {exc}")
+            sys.exit(EXIT_BAD_INPUT)
+        except StoreNotFound as exc:
+            _err(f"brt: {exc}")
+            sys.exit(EXIT_FAILURE)
+        except (BrtError, MemoryStoreError) as exc:
+            _err(f"brt: {exc}")
+            sys.exit(EXIT_FAILURE)
+        except KeyboardInterrupt:
+            _err("brt: interrupted")
+            sys.exit(130)
+
+    return wrapper
+
+
+def _load(path: str):
+    from .charter import load_charter
+
+    return load_charter(path)
+
+
+def _require_store(charter) -> None:
+    from memory_store import Memory
+    from memory_store.errors import StoreNotFound
+
+    from .config import memory_basepath
+
+    if not Memory.exists(charter.id, basepath=memory_basepath()):
+        raise StoreNotFound(
+            f"charter {charter.id!r} has no store (never harvested, or cleaned): run `brt harvest "
+            f"{charter.source or 'CHARTER'}` first"
+        )
+
+
+def _print_json(doc: Any) -> None:
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+def _progress():
+    from .progress import PlainProgress, RichProgress
+
+    return RichProgress() if sys.stderr.isatty() else PlainProgress()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="brt")
+@click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
+def cli(verbose: int) -> None:
+    """brt: browser research with a per-charter evidence cache.
+
+    A charter names what to research and where to look. harvest reads the allowed pages with a real browser
+    into the charter's own store; synthesize answers each output section with cited evidence blocks (or a
+    Gap); clean writes an audit snapshot and destroys the store."""
+    level = logging.WARNING - 10 * verbose
+    logging.basicConfig(
+        level=max(level, logging.DEBUG), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+
+
+@cli.command()
+@click.argument("charter", type=click.Path(dir_okay=False))
+@click.option(
+    "--replay", type=click.Path(exists=True, dir_okay=False), help="Serve every request from this HAR."
+)
+@click.option("--browser-url", help="Attach to a running Chrome over CDP (e.g. http://127.0.0.1:9222).")
+@click.option(
+    "--via", type=click.Choice(["playwright", "devtools-mcp"]), default="playwright", show_default=True
+)
+@click.option("--refresh", is_flag=True, help="Fetch pages again even when they are already stored.")
+@click.option("--json", "as_json", is_flag=True, help="Print the harvest report as one JSON document.")
+@_handle_errors
+def harvest(
+    charter: str, replay: str | None, browser_url: str | None, via: str, refresh: bool, as_json: bool
+) -> None:
+    """Read the charter's seeds and linked pages into its store."""
+    from .harvest import harvest as run_harvest
+
+    c = _load(charter)
+    progress = _progress()
+    try:
+        report = run_harvest(
+            c,
+            replay=Path(replay) if replay else None,
+            browser_url=browser_url,
+            via=via,
+            progress=progress,
+            refresh=refresh,
+        )
+    finally:
+        progress.close()
+    if as_json:
+        _print_json(report.to_json())
+        return
+    counts = report.counts()
+    summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) or "nothing attempted"
+    click.echo(
+        f"harvested {c.id}: {summary}; {report.pages_stored} pages stored, {report.chunks_total} chunks "
+        f"({report.chunks_embedded} newly embedded) in {report.elapsed_s:.1f}s"
+    )
+    for e in report.events:
+        if e.get("outcome") != "stored":
+            click.echo(f"  {e.get('outcome')}: {e.get('url')} ({e.get('reason')})")
+
+
+@cli.command()
+@click.argument("charter", type=click.Path(dir_okay=False))
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Hits at most.")
+@click.option("--subtree", help="Only chunks under this concept path (concept index).")
+@click.option("--min-score", type=float, default=None, help="Drop hits below this score.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@_handle_errors
+def search(
+    charter: str, query: str, k: int, subtree: str | None, min_score: float | None, as_json: bool
+) -> None:
+    """Search the charter's store (vector kNN)."""
+    from .config import open_memory
+    from .synthesize import display_url
+
+    c = _load(charter)
+    _require_store(c)
+    mem = open_memory(c, create=False)
+    hits = mem.search(query, k=k, subtree=subtree, min_score=min_score)
+    if as_json:
+        _print_json(
+            {
+                "query": query,
+                "hits": [
+                    {
+                        "id": h.id,
+                        "url": h.metadata["url"],
+                        "last_updated": h.metadata.get("last_updated"),
+                        "score": round(float(h.score), 6),
+                        "snippet": h.snippet,
+                        "text": h.text,
+                        "matched_via": h.matched_via,
+                    }
+                    for h in hits
+                ],
+            }
+        )
+        return
+    if not hits:
+        click.echo("no hits")
+    for i, h in enumerate(hits, 1):
+        click.echo(
+            f"{i}. {h.score:.3f}  {display_url(h.metadata['url'])} "
+            f"(last updated: {h.metadata.get('last_updated') or 'unknown'})  {h.id[:19]}"
+        )
+        click.echo(f"   {h.snippet}")
+
+
+@cli.command()
+@click.argument("charter", type=click.Path(dir_okay=False))
+@click.option(
+    "--out", type=click.Path(dir_okay=False), help="Markdown path (default: the charter's outputs.doc)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the synthesis as one JSON document.")
+@_handle_errors
+def synthesize(charter: str, out: str | None, as_json: bool) -> None:
+    """Answer each output section with evidence blocks or a Gap."""
+    from .synthesize import synthesize as run_synthesize
+
+    c = _load(charter)
+    _require_store(c)
+    result = run_synthesize(c, out=out)
+    if as_json:
+        doc = result.to_json()
+        doc["doc_path"], doc["json_path"] = str(result.doc_path), str(result.json_path)
+        _print_json(doc)
+        return
+    click.echo(result.markdown, nl=False)
+    _err(f"wrote {result.doc_path} and {result.json_path}")
+
+
+@cli.command()
+@click.argument("charter", type=click.Path(dir_okay=False))
+@click.option(
+    "--snapshot", type=click.Path(dir_okay=False), help="Snapshot path (default under $BRT_HOME/snapshots)."
+)
+@click.option("--keep", is_flag=True, help="Keep the store after the snapshot.")
+@click.option("--no-vectors", is_flag=True, help="Leave embeddings out of the snapshot.")
+@_handle_errors
+def clean(charter: str, snapshot: str | None, keep: bool, no_vectors: bool) -> None:
+    """Write the audit snapshot (JSONL + HAR), then destroy the store."""
+    from .clean import clean as run_clean
+
+    c = _load(charter)
+    _require_store(c)
+    result = run_clean(c, snapshot=snapshot, keep=keep or None, vectors=not no_vectors)
+    click.echo(str(result.snapshot_path))
+    if result.har_path:
+        _err(f"HAR of the harvest: {result.har_path}")
+    _err("store destroyed" if result.destroyed else "store kept")
+
+
+@cli.command()
+@click.argument("charter", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@_handle_errors
+def status(charter: str, as_json: bool) -> None:
+    """Pages, chunks, model, disk size and last harvest of the charter's store."""
+    from .clean import status as run_status
+
+    c = _load(charter)
+    report = run_status(c)
+    if as_json:
+        _print_json(report.to_json())
+        return
+    if not report.exists:
+        click.echo(f"{c.id}: no store at {report.path} (never harvested, or cleaned)")
+        return
+    click.echo(f"charter:  {c.id}")
+    click.echo(f"store:    {report.path}")
+    click.echo(f"pages:    {report.pages}")
+    click.echo(f"chunks:   {report.chunks}")
+    click.echo(f"model:    {report.model} (dim {report.dim})")
+    click.echo(f"disk:     {report.disk_bytes / 1e6:.2f} MB")
+    if report.last_harvest:
+        lh = report.last_harvest
+        outcomes = ", ".join(f"{n} {o}" for o, n in sorted(lh["outcomes"].items()))
+        click.echo(f"last harvest: {lh['started_at']} ({lh['urls_attempted']} URLs: {outcomes})")
+
+
+@cli.command()
+@click.argument("charter", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["tree", "json", "mermaid", "dot"]), default="tree")
+@_handle_errors
+def concepts(charter: str, fmt: str) -> None:
+    """Show the charter's concept index."""
+    _load(charter)
+    _err("brt: the concept index is not built yet in this version (see README, 'Not yet implemented')")
+    sys.exit(EXIT_FAILURE)
+
+
+@cli.group("charter")
+def charter_group() -> None:
+    """Validate charters and print their JSON Schema."""
+
+
+@charter_group.command("validate")
+@click.argument("file", type=click.Path(dir_okay=False))
+@_handle_errors
+def charter_validate(file: str) -> None:
+    """Validate a charter file; exit 2 naming the field when it is invalid."""
+    c = _load(file)
+    click.echo(
+        f"{file}: valid charter {c.id!r} ({len(c.seeds)} seeds, {len(c.allowed_domains)} allowed domains, "
+        f"{len(c.outputs.sections)} sections)"
+    )
+
+
+@charter_group.command("schema")
+def charter_schema() -> None:
+    """Print the charter JSON Schema."""
+    from .charter import charter_json_schema
+
+    _print_json(charter_json_schema())
+
+
+@cli.command()
+@_handle_errors
+def mcp() -> None:
+    """Run the MCP server over stdio."""
+    _err("brt: the MCP server is not available yet in this version (see README, 'Not yet implemented')")
+    sys.exit(EXIT_FAILURE)
+
+
+@cli.command()
+@click.option("--keep", is_flag=True, help="Keep the demo store after the run.")
+@_handle_errors
+def demo(keep: bool) -> None:
+    """Run the bundled offline demo: serve the demo site, harvest, synthesize, print, clean."""
+    from .demo import run_demo
+
+    sys.exit(run_demo(keep=keep, echo=click.echo))
+
+
+def main() -> None:
+    cli(prog_name="brt")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Settings resolved in one place: charter values, then BRT_* environment variables, then CLI flags."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memory_store import Memory
+
+    from .charter import Charter
+
+
+def brt_home() -> Path:
+    """$BRT_HOME, default ~/.brt."""
+    return Path(os.environ.get("BRT_HOME") or "~/.brt").expanduser()
+
+
+def memory_basepath() -> Path:
+    return brt_home() / "memory"
+
+
+def snapshots_dir() -> Path:
+    return brt_home() / "snapshots"
+
+
+def embedding_model(charter: Charter | None = None) -> str | None:
+    """The embedding model: BRT_EMBED_MODEL overrides the charter's memory.embedding_model; None = bundled default."""
+    env = os.environ.get("BRT_EMBED_MODEL")
+    if env:
+        return env
+    return charter.memory.embedding_model if charter is not None else None
+
+
+def open_memory(charter: Charter, *, create: bool = True) -> Memory:
+    """The charter's evidence store (create=False raises StoreNotFound when it was never harvested)."""
+    from memory_store import Memory
+
+    return Memory(charter.id, basepath=memory_basepath(), model=embedding_model(charter), create=create)

@@ -1,0 +1,38 @@
+"""Exceptions raised by the orchestrator.
+
+    BrtError
+    ├── CharterError         an invalid charter file (names the file and field path); CLI exit 2
+    ├── BrowserNotFound      no Chromium/Chrome could be found or launched
+    ├── HarvestError         a harvest could not run at all (single pages never raise: they become events)
+    └── HarvestBusy          another harvest of the same charter is running
+
+memory_store errors (memory_store.errors.MemoryStoreError) pass through unchanged; the CLI maps both families.
+"""
+
+from __future__ import annotations
+
+
+class BrtError(Exception):
+    """Base class of every orchestrator error."""
+
+
+class CharterError(BrtError):
+    """An invalid charter. ``problems`` lists (field path, message) pairs."""
+
+    def __init__(self, path: str, problems: list[tuple[str, str]]):
+        self.path = path
+        self.problems = problems
+        lines = [f"{path}: {field}: {msg}" if field else f"{path}: {msg}" for field, msg in problems]
+        super().__init__("invalid charter\n" + "\n".join("  " + line for line in lines))
+
+
+class BrowserNotFound(BrtError):
+    pass
+
+
+class HarvestError(BrtError):
+    pass
+
+
+class HarvestBusy(HarvestError):
+    pass

@@ -1,0 +1,677 @@
+"""The harvest stage: breadth-first crawl of a charter's seeds with a real browser, extraction, and a
+pipelined writer that chunks and embeds pages into the charter's store while fetching continues.
+
+    harvest(charter) -> HarvestReport
+
+Every URL attempted gets exactly one ``harvest_event`` record (stored, skipped, blocked or failed); single
+pages never raise. Only problems that stop the whole harvest raise (BrowserNotFound, HarvestBusy,
+HarvestError).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+from urllib.robotparser import RobotFileParser
+
+from .browser import BrowserSession, har_path_for, open_browser
+from .errors import HarvestBusy, HarvestError
+from .extract import ExtractedPage, extract_page
+from .progress import NullProgress, ProgressSink
+from .urls import canonical_url, filter_links
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page, Response
+
+    from memory_store import Memory
+
+    from .charter import Charter
+
+__all__ = ["HarvestEvent", "HarvestReport", "Outcome", "StageTimings", "harvest", "harvest_async"]
+
+logger = logging.getLogger(__name__)
+
+Outcome = Literal["stored", "skipped", "blocked", "failed"]
+
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+_BATCH_PAGES = 8
+_BATCH_WAIT_S = 1.0
+_IDLE_WAIT_S = 2.0
+_USER_AGENT_TOKEN = "brt"
+
+
+@dataclass
+class EventTimings:
+    fetch_s: float = 0.0
+    extract_s: float = 0.0
+    store_s: float = 0.0
+
+
+@dataclass
+class HarvestEvent:
+    """What happened to one URL. ``as_record()`` is the snapshot's ``harvest_event`` line."""
+
+    url: str
+    depth: int
+    started_at: str
+    outcome: Outcome = "failed"
+    reason: str | None = None
+    final_url: str | None = None
+    status: int | None = None
+    timings: EventTimings = field(default_factory=EventTimings)
+    chunks: int = 0
+    blocked_requests: list[str] = field(default_factory=list)
+
+    def as_record(self) -> dict[str, Any]:
+        timings = {k: round(v, 4) for k, v in asdict(self.timings).items()}
+        return {
+            "type": "harvest_event",
+            "url": self.url,
+            "final_url": self.final_url,
+            "depth": self.depth,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "status": self.status,
+            "started_at": self.started_at,
+            "timings": timings,
+            "chunks": self.chunks,
+            "blocked_requests": list(self.blocked_requests),
+        }
+
+
+@dataclass
+class StageTimings:
+    """Summed seconds per stage (fetch and extract overlap across pages; store runs beside them)."""
+
+    fetch_s: float = 0.0
+    extract_s: float = 0.0
+    store_s: float = 0.0
+
+
+@dataclass
+class HarvestReport:
+    """The result of one harvest. ``events`` are the ``harvest_event`` records, one per URL attempted."""
+
+    charter_id: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+    pages_stored: int = 0
+    chunks_total: int = 0
+    chunks_embedded: int = 0
+    elapsed_s: float = 0.0
+    timings: StageTimings = field(default_factory=StageTimings)
+    har_path: Path | None = None
+    replay: Path | None = None
+    blocked_requests: list[str] = field(default_factory=list)
+    not_attempted: int = 0  # links found but not attempted because max_pages was reached
+
+    def counts(self) -> dict[str, int]:
+        """Events per outcome (all four outcomes present, zero included)."""
+        counts = {"stored": 0, "skipped": 0, "blocked": 0, "failed": 0}
+        for event in self.events:
+            counts[event["outcome"]] = counts.get(event["outcome"], 0) + 1
+        return counts
+
+    def summary(self) -> str:
+        """One line: counts by outcome, pages, chunks and time."""
+        counts = ", ".join(f"{n} {outcome}" for outcome, n in self.counts().items())
+        return (
+            f"{counts}; {self.pages_stored} pages stored, {self.chunks_total} chunks "
+            f"({self.chunks_embedded} newly embedded) in {self.elapsed_s:.1f}s"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of the whole report."""
+        return {
+            "charter_id": self.charter_id,
+            "counts": self.counts(),
+            "pages_stored": self.pages_stored,
+            "chunks_total": self.chunks_total,
+            "chunks_embedded": self.chunks_embedded,
+            "elapsed_s": self.elapsed_s,
+            "timings": {k: round(v, 3) for k, v in asdict(self.timings).items()},
+            "har_path": str(self.har_path) if self.har_path else None,
+            "replay": str(self.replay) if self.replay else None,
+            "blocked_requests": list(self.blocked_requests),
+            "not_attempted": self.not_attempted,
+            "events": list(self.events),
+        }
+
+
+def harvest(
+    charter: Charter,
+    *,
+    replay: Path | None = None,
+    browser_url: str | None = None,
+    via: str = "playwright",
+    memory: Memory | None = None,
+    progress: ProgressSink | None = None,
+    refresh: bool = False,
+) -> HarvestReport:
+    """Harvest ``charter`` into its store (see :func:`harvest_async`). Runs its own event loop (in a helper
+    thread when called from inside a running loop)."""
+    coro_args = dict(
+        replay=replay, browser_url=browser_url, via=via, memory=memory, progress=progress, refresh=refresh
+    )
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(harvest_async(charter, **coro_args))  # type: ignore[arg-type]
+
+    result: dict[str, Any] = {}
+
+    def _run() -> None:
+        try:
+            result["report"] = asyncio.run(harvest_async(charter, **coro_args))  # type: ignore[arg-type]
+        except BaseException as exc:  # re-raised in the caller's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=_run, name="brt-harvest")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["report"]
+
+
+async def harvest_async(
+    charter: Charter,
+    *,
+    replay: Path | None = None,
+    browser_url: str | None = None,
+    via: str = "playwright",
+    memory: Memory | None = None,
+    progress: ProgressSink | None = None,
+    refresh: bool = False,
+) -> HarvestReport:
+    """Crawl the charter's seeds breadth-first (``max_depth`` hops, at most ``max_pages`` stored pages,
+    ``concurrency`` pages at a time) and store their text.
+
+    ``replay`` serves every response from a HAR file (nothing touches the network). With ``refresh=False``
+    a URL already in the store is not fetched again (event skipped, "already stored"; its links are not
+    followed); ``refresh=True`` fetches it again and the store replaces its chunks (unchanged chunks are not
+    embedded again)."""
+    if browser_url is not None or via != "playwright":
+        what = f"--browser-url {browser_url}" if browser_url is not None else f"--via {via}"
+        raise HarvestError(f"{what} is not implemented yet; use the default (--via playwright)")
+    if replay is not None:
+        replay = Path(replay)
+        if not replay.is_file():
+            raise HarvestError(f"replay file not found: {replay}")
+    if memory is None:
+        from .config import open_memory
+
+        memory = open_memory(charter)
+    from memory_store.errors import StoreLocked
+
+    try:
+        lock = memory.harvest_lock()
+        lock.__enter__()
+    except StoreLocked as exc:
+        raise HarvestBusy(str(exc)) from exc
+    try:
+        run = _Harvest(charter, memory, progress or NullProgress(), replay=replay, refresh=refresh)
+        return await run.run()
+    finally:
+        lock.__exit__(None, None, None)
+
+
+# -- internals --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Fetched:
+    """A page fetched and extracted, on its way to the writer."""
+
+    event: HarvestEvent
+    extracted: ExtractedPage
+    status: int | None
+    content_type: str | None
+    fetched_at: str
+
+
+class _Harvest:
+    def __init__(
+        self, charter: Charter, memory: Memory, progress: ProgressSink, *, replay: Path | None, refresh: bool
+    ):
+        self.charter = charter
+        self.memory = memory
+        self.progress = progress
+        self.replay = replay
+        self.refresh = refresh
+        self.settings = charter.harvest
+        self.report = HarvestReport(charter_id=charter.id, replay=replay)
+        self.events: list[HarvestEvent] = []
+        self.seen: set[str] = set()
+        self.accepted = 0  # pages handed to the writer (counts against max_pages)
+        self.final_seen: set[str] = set()
+        self.robots: dict[str, RobotFileParser | None] = {}
+        self.queue: asyncio.Queue[_Fetched | None] = asyncio.Queue()
+        self.session: BrowserSession | None = None
+
+    async def run(self) -> HarvestReport:
+        started = time.monotonic()
+        embedded_before = self._texts_embedded()
+        har_path = har_path_for(Path(self.memory.path))
+        self.report.har_path = har_path
+        self.progress.start("fetch", total=None)
+        self.progress.start("embed", total=None)
+        try:
+            async with open_browser(
+                self.charter.allowed_domains,
+                har_path=har_path,
+                javascript=self.settings.javascript,
+                replay=self.replay,
+            ) as session:
+                self.session = session
+                writer = asyncio.create_task(self._writer(), name="brt-writer")
+                try:
+                    await self._crawl(session)
+                finally:
+                    await self.queue.put(None)
+                    await writer
+                self.report.blocked_requests = [b.url for b in session.blocked]
+        finally:
+            self.report.elapsed_s = round(time.monotonic() - started, 3)
+            self.report.chunks_embedded = max(0, self._texts_embedded() - embedded_before)
+            self._record_events()
+        counts = self.report.counts()
+        logger.info(
+            "harvest of %s: %d stored, %d skipped, %d blocked, %d failed in %.1fs",
+            self.charter.id,
+            counts["stored"],
+            counts["skipped"],
+            counts["blocked"],
+            counts["failed"],
+            self.report.elapsed_s,
+        )
+        return self.report
+
+    # -- crawl ----------------------------------------------------------------------------------------------
+
+    async def _crawl(self, session: BrowserSession) -> None:
+        concurrency = self.settings.concurrency
+        pages: asyncio.Queue[Page] = asyncio.Queue()
+        for _ in range(concurrency):
+            pages.put_nowait(await session.context.new_page())
+
+        frontier = self._new_urls(self.charter.seeds)
+        for depth in range(self.settings.max_depth + 1):
+            if not frontier:
+                break
+            if self.accepted >= self.settings.max_pages:
+                self.report.not_attempted += len(frontier)
+                break
+            self.progress.advance("fetch", 0, total=len(self.events) + len(frontier))
+            results = await asyncio.gather(*(self._visit(pages, url, depth) for url in frontier))
+            if depth == self.settings.max_depth:
+                break
+            frontier = self._new_urls(link for links in results for link in links)
+
+    def _new_urls(self, urls: Iterable[str]) -> list[str]:
+        out = []
+        for url in filter_links(urls, self.charter.allowed_domains):
+            if url not in self.seen:
+                self.seen.add(url)
+                out.append(url)
+        return out
+
+    async def _visit(self, pages: asyncio.Queue[Page], url: str, depth: int) -> list[str]:
+        """Fetch one URL with a page from the pool; returns the allowed links found on it."""
+        page = await pages.get()
+        if self.accepted >= self.settings.max_pages:
+            self.report.not_attempted += 1
+            pages.put_nowait(page)
+            return []
+        event = HarvestEvent(url=url, depth=depth, started_at=_now())
+        self.events.append(event)
+        links: list[str] = []
+        queued = False
+        responses: list[Response] = []
+
+        def on_response(response: Response) -> None:
+            try:
+                if response.request.is_navigation_request() and response.frame == page.main_frame:
+                    responses.append(response)
+            except Exception:  # a response of a frame that is already gone
+                pass
+
+        page.on("response", on_response)
+        blocked_before = len(self.session.blocked)  # type: ignore[union-attr]
+        try:
+            links, queued = await self._visit_with(page, event, responses)
+        except Exception as exc:  # one page never stops the harvest
+            logger.exception("unexpected error harvesting %s", url)
+            self._finish(event, "failed", f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            page.remove_listener("response", on_response)
+            event.blocked_requests = [
+                b.url
+                for b in self.session.blocked[blocked_before:]  # type: ignore[union-attr]
+                if b.page is page and not b.navigation
+            ]
+            if event.outcome != "stored" and not queued and event.reason != "HTTP 404":
+                # After an error, a download or a viewer (PDF) the page may still be busy: use a fresh one.
+                page = await self._replace_page(page)
+            pages.put_nowait(page)
+            if not queued:  # queued pages advance when stored
+                self.progress.advance("fetch")
+        return links
+
+    async def _replace_page(self, page: Page) -> Page:
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            await page.close()
+        except PlaywrightError:
+            pass
+        return await self.session.context.new_page()  # type: ignore[union-attr]
+
+    async def _visit_with(
+        self, page: Page, event: HarvestEvent, responses: list[Response]
+    ) -> tuple[list[str], bool]:
+        """Fetch and extract; returns (allowed links, whether the page went to the writer)."""
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        url = event.url
+        timeout_s = float(self.settings.timeout_s)
+        t0 = time.monotonic()
+        deadline = t0 + timeout_s
+
+        if not self.refresh and await asyncio.to_thread(self.memory.has_page, url):
+            self._finish(event, "skipped", "already stored (refresh to fetch it again)")
+            return [], False
+
+        if self.settings.obey_robots and not await self._robots_allow(page, url, deadline):
+            event.timings.fetch_s = time.monotonic() - t0
+            self._finish(event, "skipped", "disallowed by robots.txt")
+            return [], False
+
+        blocked_before = len(self.session.blocked)  # type: ignore[union-attr]
+        response: Response | None = None
+        load_timed_out = False
+        try:
+            response = await page.goto(url, wait_until="load", timeout=_ms(deadline))
+        except PlaywrightTimeout:
+            load_timed_out = True
+            logger.info("load event of %s timed out after %.0fs; taking the DOM as it is", url, timeout_s)
+        except PlaywrightError as exc:
+            event.timings.fetch_s = time.monotonic() - t0
+            self._navigation_error(event, exc, blocked_before, responses)
+            return [], False
+
+        if not load_timed_out:
+            remaining = deadline - time.monotonic()
+            if remaining > 0.05:
+                try:
+                    await page.wait_for_load_state("networkidle", timeout=min(_IDLE_WAIT_S, remaining) * 1000)
+                except PlaywrightTimeout:
+                    pass
+                except PlaywrightError as exc:
+                    logger.debug("networkidle wait on %s: %s", url, exc)
+
+        final_url = page.url
+        event.final_url = final_url
+        status = response.status if response is not None else None
+        headers: dict[str, str] = {}
+        if response is not None:
+            try:
+                headers = await response.all_headers()
+            except PlaywrightError:
+                headers = dict(response.headers)
+        event.status = status
+        content_type = _content_type(headers)
+
+        if not self.charter.allows(final_url):
+            event.timings.fetch_s = time.monotonic() - t0
+            self._finish(event, "blocked", f"final URL not on allowed_domains: {final_url}")
+            return [], False
+        if status is not None and status >= 400:
+            event.timings.fetch_s = time.monotonic() - t0
+            self._finish(event, "failed", f"HTTP {status}")
+            return [], False
+        if content_type is not None and content_type not in _HTML_TYPES:
+            event.timings.fetch_s = time.monotonic() - t0
+            self._finish(event, "skipped", f"unsupported content type ({content_type})")
+            return [], False
+
+        canonical_final = canonical_url(final_url)
+        self.seen.add(canonical_final)
+
+        try:
+            html = await asyncio.wait_for(page.content(), timeout=max(1.0, deadline - time.monotonic() + 2))
+            links = await self._links(page)
+            selector = self.charter.selector_for(urlsplit(final_url).hostname)
+            region_html = await self._region(page, selector) if selector else None
+        except (PlaywrightError, asyncio.TimeoutError) as exc:
+            event.timings.fetch_s = time.monotonic() - t0
+            self._finish(event, "failed", f"cannot read the rendered page: {_first_line(exc)}")
+            return [], False
+        fetched_at = _now()
+        event.timings.fetch_s = time.monotonic() - t0
+
+        if canonical_final in self.final_seen:
+            self._finish(event, "skipped", f"duplicate of {canonical_final} (already harvested in this run)")
+            return links, False
+        self.final_seen.add(canonical_final)
+
+        if selector and not region_html:
+            logger.info("selector %r matched nothing on %s; extracting the whole page", selector, final_url)
+            selector = None
+        t1 = time.monotonic()
+        extracted = await asyncio.to_thread(
+            extract_page, html, final_url, headers=headers, region_html=region_html, selector=selector
+        )
+        event.timings.extract_s = time.monotonic() - t1
+        if extracted is None:
+            self._finish(event, "skipped", "no readable text")
+            return links, False
+        if self.accepted >= self.settings.max_pages:
+            self._finish(event, "skipped", "max_pages reached")
+            return links, False
+        self.accepted += 1
+        await self.queue.put(_Fetched(event, extracted, status, content_type or "text/html", fetched_at))
+        return links, True
+
+    def _navigation_error(
+        self, event: HarvestEvent, exc: Exception, blocked_before: int, responses: list[Response]
+    ) -> None:
+        message = str(exc)
+        first = _first_line(exc)
+        new_blocks = self.session.blocked[blocked_before:] if self.session else []
+        nav_blocks = [b for b in new_blocks if b.navigation]
+        last = responses[-1] if responses else None
+        last_type = _content_type(last.headers) if last is not None else None
+        if last is not None:
+            event.final_url = last.url
+            event.status = last.status
+        if last is not None and last_type is not None and last_type not in _HTML_TYPES:
+            self._finish(event, "skipped", f"unsupported content type ({last_type})")
+        elif "Download is starting" in message:
+            self._finish(event, "skipped", "unsupported content type (download)")
+        elif "ERR_BLOCKED_BY_CLIENT" in message or any(
+            b.reason == "not on allowed_domains" for b in nav_blocks
+        ):
+            target = next((b.url for b in nav_blocks), None)
+            event.final_url = target
+            self._finish(
+                event, "blocked", f"navigation to a host not on allowed_domains: {target or event.url}"
+            )
+        elif nav_blocks:  # replay: missing from the HAR
+            self._finish(event, "failed", nav_blocks[0].reason)
+        else:
+            self._finish(event, "failed", first)
+
+    def _finish(self, event: HarvestEvent, outcome: Outcome, reason: str | None) -> None:
+        event.outcome = outcome
+        event.reason = reason
+        log = logger.info if outcome in ("blocked", "failed") else logger.debug
+        log("%s %s: %s", outcome, event.url, reason)
+
+    async def _links(self, page: Page) -> list[str]:
+        hrefs = await page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+        return [h for h in hrefs if isinstance(h, str)]
+
+    async def _region(self, page: Page, selector: str) -> str | None:
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            parts = await page.eval_on_selector_all(selector, "els => els.map(e => e.outerHTML)")
+        except PlaywrightError as exc:
+            logger.warning("selector %r failed on %s: %s", selector, page.url, _first_line(exc))
+            return None
+        return "\n".join(p for p in parts if isinstance(p, str)) or None
+
+    async def _robots_allow(self, page: Page, url: str, deadline: float) -> bool:
+        """robots.txt of the URL's origin (fetched once, through the same guarded browser context)."""
+        from playwright.async_api import Error as PlaywrightError
+
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if origin not in self.robots:
+            parser: RobotFileParser | None = None
+            try:
+                response = (
+                    await page.request.get(
+                        origin + "/robots.txt",
+                        max_redirects=0,
+                        timeout=max(1.0, min(10.0, deadline - time.monotonic())) * 1000,
+                    )
+                    if self.replay is None
+                    else None
+                )
+                if response is not None and 200 <= response.status < 300:
+                    body = await response.text()
+                    parser = RobotFileParser()
+                    parser.parse(body.splitlines())
+            except PlaywrightError as exc:
+                logger.debug("no robots.txt for %s: %s", origin, _first_line(exc))
+            self.robots[origin] = parser
+        parser = self.robots[origin]
+        return parser is None or parser.can_fetch(_USER_AGENT_TOKEN, url)
+
+    # -- writer ---------------------------------------------------------------------------------------------
+
+    async def _writer(self) -> None:
+        """Batch extracted pages (up to 8, or what came within 1 s) into ``memory.add_many`` in a thread."""
+        loop = asyncio.get_running_loop()
+        done = False
+        while not done:
+            item = await self.queue.get()
+            if item is None:
+                break
+            batch = [item]
+            deadline = loop.time() + _BATCH_WAIT_S
+            while len(batch) < _BATCH_PAGES:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    nxt = await asyncio.wait_for(self.queue.get(), timeout=remaining)
+                except asyncio.TimeoutError:
+                    break
+                if nxt is None:
+                    done = True
+                    break
+                batch.append(nxt)
+            await self._store(batch)
+
+    async def _store(self, batch: list[_Fetched]) -> None:
+        t0 = time.monotonic()
+        try:
+            inputs = [self._page_input(item) for item in batch]
+            per_page = await asyncio.to_thread(self._add_many, inputs)
+        except Exception as exc:
+            logger.exception("storing %d page(s) failed", len(batch))
+            for item in batch:
+                self.accepted -= 1
+                self._finish(item.event, "failed", f"store error: {type(exc).__name__}: {_first_line(exc)}")
+                self.progress.advance("fetch")
+            return
+        elapsed = time.monotonic() - t0
+        self.report.timings.store_s += elapsed
+        for item, chunks in zip(batch, per_page, strict=True):
+            item.event.timings.store_s = elapsed / len(batch)
+            item.event.chunks = chunks
+            self._finish(item.event, "stored", None)
+            self.report.pages_stored += 1
+            self.report.chunks_total += chunks
+            self.progress.advance("fetch")
+        self.progress.advance("embed", len(batch), total=self.accepted)
+
+    def _add_many(self, inputs: list[Any]) -> list[int]:
+        """``memory.add_many`` for the batch; returns the chunk count of each page."""
+        ids = self.memory.add_many(inputs)
+        if len(inputs) == 1:
+            return [len(ids)]
+        counts = []
+        for item in inputs:
+            record = self.memory.page(item.url)
+            counts.append(len(record.chunk_ids) if record is not None else 0)
+        return counts
+
+    def _page_input(self, item: _Fetched) -> Any:
+        try:
+            from memory_store import PageInput
+        except ImportError:  # older layout
+            from memory_store.records import PageInput
+
+        page = item.extracted
+        return PageInput(
+            url=page.url,
+            text=page.text,
+            selector=page.selector,
+            last_updated=page.last_updated,
+            title=page.title,
+            requested_url=item.event.url,
+            last_updated_source=page.last_updated_source,
+            fetched_at=item.fetched_at,
+            status=item.status,
+            content_type=item.content_type,
+        )
+
+    # -- bookkeeping ----------------------------------------------------------------------------------------
+
+    def _texts_embedded(self) -> int:
+        embedder = getattr(self.memory, "embedder", None)
+        return int(getattr(embedder, "texts_embedded", 0) or 0)
+
+    def _record_events(self) -> None:
+        for event in self.events:
+            self.report.timings.fetch_s += event.timings.fetch_s
+            self.report.timings.extract_s += event.timings.extract_s
+        self.report.events = [event.as_record() for event in self.events]
+        if not self.report.events:
+            return
+        try:
+            self.memory.record_events(self.report.events)
+        except Exception:
+            logger.exception("cannot record harvest events for %s", self.charter.id)
+
+
+def _content_type(headers: dict[str, str]) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == "content-type":
+            return value.split(";", 1)[0].strip().lower() or None
+    return None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _ms(deadline: float) -> float:
+    return max(1.0, deadline - time.monotonic()) * 1000
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

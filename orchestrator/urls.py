@@ -1,0 +1,64 @@
+"""URL helpers: canonical form for de-duplication and the allowlist filter for links."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from .charter import url_allowed
+
+__all__ = ["canonical_url", "filter_links", "is_http_url"]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def is_http_url(url: str) -> bool:
+    """True for absolute http(s) URLs with a host."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme.lower() in _DEFAULT_PORTS and bool(parts.hostname)
+
+
+def canonical_url(url: str) -> str:
+    """``url`` without its fragment, with a lower-case scheme and host, no default port, and "/" for an empty
+    path. Other URLs (not http(s), unparsable) come back unchanged apart from the fragment."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return url.split("#", 1)[0]
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
+    host = parts.hostname.lower()
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    userinfo = ""
+    if parts.username is not None:
+        userinfo = parts.username + (f":{parts.password}" if parts.password is not None else "") + "@"
+    netloc = userinfo + host
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        netloc += f":{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+def filter_links(links: Iterable[str], allowed_domains: list[str], *, base: str | None = None) -> list[str]:
+    """Canonical http(s) links on the allowlist, de-duplicated, in first-seen order.
+
+    Relative links are resolved against ``base`` when given."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for link in links:
+        if not link:
+            continue
+        absolute = urljoin(base, link) if base else link
+        if not is_http_url(absolute):
+            continue
+        url = canonical_url(absolute)
+        if url in seen or not url_allowed(url, allowed_domains):
+            continue
+        seen.add(url)
+        out.append(url)
+    return out

@@ -1,0 +1,122 @@
+"""Charter validation: YAML and JSON, exit 2 naming the field for each kind of bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.charter import host_allowed, load_charter, url_allowed
+from orchestrator.cli import cli
+from orchestrator.errors import CharterError
+
+GOOD = """\
+id: test_charter
+title: Test
+allowed_domains: [web.dev, 127.0.0.1]
+seeds: [https://web.dev/articles/vitals]
+outputs:
+  doc: out/report.md
+  sections:
+    - title: CLS mitigation
+      label: CLS
+"""
+
+
+def write(tmp_path, text, name="c.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_valid_yaml_and_json(tmp_path):
+    c = load_charter(write(tmp_path, GOOD))
+    assert c.id == "test_charter"
+    assert c.outputs.sections[0].effective_label == "CLS"
+    assert c.outputs.sections[0].effective_question == "CLS mitigation"
+    assert c.doc_path == (tmp_path / "out/report.md").resolve()
+    j = write(
+        tmp_path,
+        json.dumps({"id": "j", "title": "J", "allowed_domains": ["a.org"], "seeds": ["http://a.org/"]}),
+        "c.json",
+    )
+    assert load_charter(j).harvest.max_pages == 50
+
+
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        (GOOD + "colour: red\n", "colour"),
+        (GOOD.replace("id: test_charter", "id: ../x"), "id"),
+        (
+            GOOD.replace("seeds: [https://web.dev/articles/vitals]", "seeds: [https://evil.example/x]"),
+            "seeds.0",
+        ),
+        (GOOD.replace("allowed_domains: [web.dev, 127.0.0.1]", "allowed_domains: []"), "allowed_domains"),
+        (GOOD + "harvest:\n  max_pagez: 3\n", "harvest.max_pagez"),
+        (GOOD.replace("title: Test\n", ""), "title"),
+    ],
+)
+def test_invalid_charter_names_the_field(tmp_path, text, field):
+    p = write(tmp_path, text)
+    with pytest.raises(CharterError) as info:
+        load_charter(p)
+    assert field in [f for f, _ in info.value.problems]
+    result = CliRunner().invoke(cli, ["charter", "validate", str(p)])
+    assert result.exit_code == 2
+    assert f"{p}: {field}:" in result.output
+
+
+def test_malformed_yaml_is_exit_2_with_position(tmp_path):
+    p = write(tmp_path, "id: x\ntitle: [unclosed\n")
+    result = CliRunner().invoke(cli, ["charter", "validate", str(p)])
+    assert result.exit_code == 2
+    assert "malformed YAML" in result.output and "line" in result.output
+
+
+def test_real_entry_point_exit_codes(tmp_path):
+    good, bad = write(tmp_path, GOOD), write(tmp_path, GOOD + "oops: 1\n", "bad.yaml")
+    ok = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "charter", "validate", str(good)],
+        capture_output=True,
+        text=True,
+    )
+    assert ok.returncode == 0, ok.stderr
+    fail = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "charter", "validate", str(bad)],
+        capture_output=True,
+        text=True,
+    )
+    assert fail.returncode == 2 and "oops" in fail.stderr
+
+
+def test_schema_is_json_schema():
+    result = CliRunner().invoke(cli, ["charter", "schema"])
+    assert result.exit_code == 0
+    schema = json.loads(result.output)
+    assert set(schema["required"]) >= {"id", "title", "allowed_domains", "seeds"}
+    assert schema["additionalProperties"] is False
+
+
+def test_allowlist_semantics():
+    assert host_allowed("web.dev", ["web.dev"]) and host_allowed("x.y.web.dev", ["web.dev"])
+    assert not host_allowed("notweb.dev", ["web.dev"])
+    assert not host_allowed("web.dev.evil.com", ["web.dev"])
+    assert host_allowed("127.0.0.1", ["127.0.0.1"]) and not host_allowed("localhost", ["127.0.0.1"])
+    assert not host_allowed("a.localhost", ["localhost"])
+    assert not url_allowed("file:///etc/passwd", ["web.dev"])
+    assert not url_allowed("ftp://web.dev/x", ["web.dev"])
+
+
+def test_help_does_not_import_heavy_libraries():
+    code = (
+        "import sys; from orchestrator.cli import cli; "
+        "import click.testing as t; t.CliRunner().invoke(cli, ['--help']); "
+        "heavy = [m for m in ('torch', 'lancedb', 'playwright', 'FlagEmbedding', 'trafilatura') if m in sys.modules]; "
+        "print(heavy); assert not heavy"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

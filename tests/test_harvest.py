@@ -1,0 +1,225 @@
+"""Harvest end to end: real Chromium, real LanceDB, the real embedding model, a local site."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from memory_store import Memory
+from orchestrator.browser import find_browser
+from orchestrator.config import open_memory
+from orchestrator.errors import BrowserNotFound, HarvestBusy, HarvestError
+from orchestrator.harvest import HarvestReport, harvest
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("chromium") is None and not os.environ.get("BRT_BROWSER"), reason="needs Chromium"
+)
+
+
+def _by_url(report: HarvestReport) -> dict[str, dict]:
+    return {e["url"]: e for e in report.events}
+
+
+def _chunks(mem: Memory) -> list[dict]:
+    return list(mem.chunks(include_vectors=False))
+
+
+def test_harvest_local_site(local_site, brt_home, embedder):
+    charter = local_site.charter(max_depth=1)
+    mem = open_memory(charter)
+    report = harvest(charter, memory=mem)
+    events = _by_url(report)
+    u = local_site.url
+
+    stored = {e["url"] for e in report.events if e["outcome"] == "stored"}
+    assert stored == {
+        u(n) for n in ("index.html", "a.html", "b.html", "a-copy.html", "js.html", "external.html")
+    }
+    assert report.pages_stored == 6 == mem.count_pages()
+    assert report.counts() == {"stored": 6, "skipped": 2, "blocked": 1, "failed": 1}
+    # depth 1 only: deep/c.html (linked from a.html) is not attempted; off-allowlist links never are
+    assert u("deep/c.html") not in events
+    assert not any("localhost" in url for url in events)
+    assert events[u("index.html")]["depth"] == 0 and events[u("a.html")]["depth"] == 1
+
+    # one event per URL, in the contract's shape
+    assert len(report.events) == len(events)
+    for e in report.events:
+        assert e["type"] == "harvest_event"
+        assert set(e) >= {
+            "url",
+            "final_url",
+            "depth",
+            "outcome",
+            "reason",
+            "status",
+            "started_at",
+            "timings",
+            "chunks",
+        }
+        assert set(e["timings"]) == {"fetch_s", "extract_s", "store_s"}
+    assert [e["url"] for e in mem.events() if e.get("type") == "harvest_event"] == [
+        e["url"] for e in report.events
+    ]
+
+    # redirect to a host that is not allowed: blocked, nothing stored from it
+    away = events[u("redirect-away")]
+    assert away["outcome"] == "blocked"
+    assert away["final_url"] == local_site.offsite_url("away.html")
+    texts = " ".join(c["text"] for c in _chunks(mem))
+    assert "Redirect target text" not in texts
+    assert not any("localhost" in p.url for p in mem.pages())
+
+    # non-HTML and HTTP errors
+    assert events[u("doc.pdf")]["outcome"] == "skipped"
+    assert events[u("doc.pdf")]["reason"].startswith("unsupported content type")
+    assert events[u("picture.png")]["reason"] == "unsupported content type (image/png)"
+    assert events[u("missing.html")]["outcome"] == "failed"
+    assert events[u("missing.html")]["reason"] == "HTTP 404" and events[u("missing.html")]["status"] == 404
+
+    # script-inserted text is captured from the rendered DOM
+    js = mem.page(u("js.html"))
+    assert js is not None and "coloured lamps after sunset" in js.text
+    assert "document.createElement" not in texts
+
+    # the subresource on the disallowed host was aborted before it left the browser
+    assert local_site.offsite_url("tracker.png") in report.blocked_requests
+    assert not local_site.served("localhost", "/tracker.png")
+    assert events[u("external.html")]["blocked_requests"] == [local_site.offsite_url("tracker.png")]
+    assert events[u("a.html")]["blocked_requests"] == []
+
+    # a page repeated under two URLs is stored once, with also_seen_at
+    shared = [c for c in _chunks(mem) if "northern rock" in c["text"]]
+    assert len(shared) == 1
+    assert {shared[0]["url"], *shared[0]["also_seen_at"]} == {u("a.html"), u("a-copy.html")}
+
+    # page metadata and the HAR of what was read
+    a = mem.page(u("a.html"))
+    assert a.title == "Lighthouse" and a.selector == "body" and a.status == 200
+    assert a.content_type == "text/html" and a.requested_url == u("a.html") and a.fetched_at
+    assert report.har_path is not None and report.har_path.is_file()
+    assert report.har_path.parent == mem.path / "har"
+    har = json.loads(report.har_path.read_text())
+    assert any(entry["request"]["url"] == u("a.html") for entry in har["log"]["entries"])
+    assert report.chunks_total >= 6 and report.chunks_embedded >= 5
+    assert report.to_json()["counts"] == report.counts()
+
+
+def test_depth_limit_max_pages_and_selector(local_site, brt_home, embedder):
+    charter = local_site.charter(
+        seeds=[local_site.url("a.html")], max_depth=2, selectors={"127.0.0.1": "article"}
+    )
+    report = harvest(charter)
+    depths = {e["url"]: e["depth"] for e in report.events}
+    assert depths == {
+        local_site.url("a.html"): 0,
+        local_site.url("deep/c.html"): 1,
+        local_site.url("deep/d.html"): 2,
+    }
+    mem = open_memory(charter)
+    assert mem.page(local_site.url("deep/d.html")).selector == "article"
+
+    limited = local_site.charter(charter_id="limited", max_depth=1, max_pages=2, concurrency=1)
+    report = harvest(limited)
+    assert report.pages_stored == 2
+    assert report.counts()["stored"] == 2
+    assert open_memory(limited).count_pages() == 2
+    assert report.not_attempted > 0
+
+
+def test_edited_page_replaces_chunks_without_reembedding_others(local_site, brt_home, embedder):
+    charter = local_site.charter(seeds=[local_site.url("a.html"), local_site.url("b.html")], max_depth=0)
+    mem = open_memory(charter)
+    first = harvest(charter, memory=mem)
+    assert first.pages_stored == 2
+
+    # refresh=False: stored pages are not fetched again
+    again = harvest(charter, memory=mem)
+    assert again.counts()["skipped"] == 2 and again.chunks_embedded == 0
+
+    from tests.fixtures_site import page
+
+    local_site.write(
+        "b.html", page("Tides", "Neap tides in the harbour reach two metres since the new breakwater.")
+    )
+    before = embedder.texts_embedded
+    second = harvest(charter, memory=mem, refresh=True)
+    assert second.pages_stored == 2
+    assert embedder.texts_embedded - before == 1 == second.chunks_embedded  # only the edited page's new chunk
+    texts = [c["text"] for c in _chunks(mem)]
+    assert not any("Spring tides" in t for t in texts)
+    assert any("Neap tides" in t for t in texts)
+    assert len(texts) == 2
+
+
+def test_replay_works_with_the_server_down(local_site, brt_home, embedder):
+    charter = local_site.charter(max_depth=1)
+    mem = open_memory(charter)
+    live = harvest(charter, memory=mem)
+    local_site.stop()
+
+    replayed = harvest(charter, memory=mem, replay=live.har_path, refresh=True)
+    assert {e["url"]: e["outcome"] for e in replayed.events} == {e["url"]: e["outcome"] for e in live.events}
+    assert replayed.chunks_embedded == 0  # same content, nothing embedded again
+    assert "coloured lamps" in mem.page(local_site.url("js.html")).text
+    assert replayed.har_path != live.har_path and replayed.har_path.is_file()
+
+    # a URL missing from the HAR is aborted, never fetched
+    missing = local_site.charter(
+        charter_id="replay_missing", seeds=[local_site.url("deep/d.html")], max_depth=0
+    )
+    report = harvest(missing, replay=live.har_path)
+    assert report.counts()["failed"] == 1
+    assert "not in replay HAR" in report.events[0]["reason"]
+
+
+def test_load_timeout_still_takes_the_dom_and_header_date(local_site, brt_home, embedder):
+    seeds = [local_site.url("slow.html"), local_site.url("dated.html")]
+    charter = local_site.charter(seeds=seeds, max_depth=0, timeout_s=1.5)
+    report = harvest(charter)
+    assert report.counts()["stored"] == 2, report.events
+    mem = open_memory(charter)
+    assert "keeps the load event waiting" in mem.page(local_site.url("slow.html")).text
+    dated = mem.page(local_site.url("dated.html"))
+    assert (dated.last_updated, dated.last_updated_source) == ("2024-10-02", "http-last-modified")
+
+
+def test_robots_txt_is_obeyed(local_site, brt_home, embedder):
+    local_site.write("robots.txt", "User-agent: *\nDisallow: /b.html\n")
+    seeds = [local_site.url("a.html"), local_site.url("b.html")]
+    report = harvest(local_site.charter(seeds=seeds, max_depth=0))
+    outcomes = {e["url"]: (e["outcome"], e["reason"]) for e in report.events}
+    assert outcomes[local_site.url("b.html")] == ("skipped", "disallowed by robots.txt")
+    assert outcomes[local_site.url("a.html")][0] == "stored"
+    assert not local_site.served("127.0.0.1", "/b.html")
+
+    ignoring = local_site.charter(charter_id="no_robots", seeds=seeds, max_depth=0, obey_robots=False)
+    assert harvest(ignoring).counts()["stored"] == 2
+
+
+def test_busy_store_and_unimplemented_modes(local_site, brt_home):
+    charter = local_site.charter()
+    holder = open_memory(charter)
+    with holder.harvest_lock():
+        with pytest.raises(HarvestBusy, match="being harvested"):
+            harvest(charter, memory=open_memory(charter))
+    with pytest.raises(HarvestError, match="not implemented"):
+        harvest(charter, browser_url="http://127.0.0.1:9222")
+    with pytest.raises(HarvestError, match="not implemented"):
+        harvest(charter, via="devtools-mcp")
+
+
+def test_find_browser(monkeypatch, tmp_path):
+    monkeypatch.setenv("BRT_BROWSER", "/usr/bin/chromium")
+    assert find_browser() == "/usr/bin/chromium"
+    monkeypatch.setenv("BRT_BROWSER", str(tmp_path / "nope"))
+    with pytest.raises(BrowserNotFound, match="BRT_BROWSER"):
+        find_browser()
+    monkeypatch.delenv("BRT_BROWSER")
+    monkeypatch.setattr("orchestrator.browser._playwright_chromium", lambda: None)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(BrowserNotFound, match="apt-get install chromium"):
+        find_browser()
