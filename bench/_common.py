@@ -197,9 +197,7 @@ def check_metric(eval_dir: Path, systems: Iterable[str] = ("trafilatura",), *, v
                 f" (published {REFERENCE_F1[system]}) {'OK' if ok else 'MISMATCH'}",
                 file=sys.stderr,
             )
-        assert ok, (
-            f"metric does not reproduce the published F1 of {system}: {m.f1:.4f} != {REFERENCE_F1[system]}"
-        )
+        assert ok, f"metric does not reproduce the published F1 of {system}: {m.f1:.4f} != {REFERENCE_F1[system]}"
 
 
 @dataclass

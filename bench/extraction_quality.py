@@ -119,9 +119,7 @@ def harvest_pages(
         "pages_scored_nonempty": len(texts),
         "not_stored": not_stored,
         "final_url_changed": sum(
-            1
-            for e in report.events
-            if _ev(e, "final_url") and _url_key(_ev(e, "final_url")) != _url_key(_ev(e, "url"))
+            1 for e in report.events if _ev(e, "final_url") and _url_key(_ev(e, "final_url")) != _url_key(_ev(e, "url"))
         ),
         "blocked_requests": len(report.blocked_requests),
     }
@@ -160,8 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--eval-dir",
         default=None,
-        help="folder holding article-extraction-benchmark/ "
-        "(default: ../shared/eval relative to the repo root)",
+        help="folder holding article-extraction-benchmark/ (default: ../shared/eval relative to the repo root)",
     )
     ap.add_argument(
         "--javascript",
@@ -181,12 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="first assert the metric reproduces the published F1 of the reference outputs",
     )
-    ap.add_argument(
-        "--worst", type=int, default=12, help="list the N pages where we lose most to the baseline"
-    )
-    ap.add_argument(
-        "--json-out", default=None, help="also write the full result (per page) to this JSON file"
-    )
+    ap.add_argument("--worst", type=int, default=12, help="list the N pages where we lose most to the baseline")
+    ap.add_argument("--json-out", default=None, help="also write the full result (per page) to this JSON file")
     ap.add_argument("--keep-tmp", action="store_true", help="keep the temp dir (HAR, store)")
     args = ap.parse_args(argv)
 
@@ -285,10 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
             wins = sum(1 for d, *_ in diffs if d > 0.005)
             losses = sum(1 for d, *_ in diffs if d < -0.005)
-            print(
-                f"   per page vs baseline: {wins} better, {losses} worse, "
-                f"{len(pages) - wins - losses} same (±0.005)"
-            )
+            print(f"   per page vs baseline: {wins} better, {losses} worse, {len(pages) - wins - losses} same (±0.005)")
             print("   worst pages (ΔF1 vs baseline; P/R ours vs baseline; F1 of extract_page on raw HTML):")
             for w in worst_lists[name]:
                 print(

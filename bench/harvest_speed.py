@@ -110,16 +110,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--eval-dir",
         default=None,
-        help="folder holding article-extraction-benchmark/ "
-        "(default: ../shared/eval relative to the repo root)",
+        help="folder holding article-extraction-benchmark/ (default: ../shared/eval relative to the repo root)",
     )
-    ap.add_argument(
-        "--javascript", choices=["true", "false"], default="true", help="charter harvest.javascript"
-    )
+    ap.add_argument("--javascript", choices=["true", "false"], default="true", help="charter harvest.javascript")
     ap.add_argument(
         "--concurrency", type=int, default=None, help="charter harvest.concurrency (default: charter default)"
     )
     ap.add_argument("--limit", type=int, default=None, help="only the first N pages (quick check)")
+    ap.add_argument(
+        "--skip-no-refresh",
+        action="store_true",
+        help="do not time a third harvest with refresh=False (the library may skip pages already stored)",
+    )
     ap.add_argument("--json-out", default=None)
     ap.add_argument("--keep-tmp", action="store_true")
     args = ap.parse_args(argv)
@@ -188,10 +190,14 @@ def main(argv: list[str] | None = None) -> int:
         print("[bench] re-harvest (refresh=True) ...", file=sys.stderr)
         second = run_harvest(charter, har, memory, refresh=True, embed_t=embed_t, chunk_t=chunk_t)
         print(
-            f"[bench]   {second['wall_s']} s, {second['outcomes']}, chunks_embedded "
-            f"{second['chunks_embedded']}",
+            f"[bench]   {second['wall_s']} s, {second['outcomes']}, chunks_embedded {second['chunks_embedded']}",
             file=sys.stderr,
         )
+        third = None
+        if not args.skip_no_refresh:
+            print("[bench] re-harvest without refresh (stored pages may be skipped) ...", file=sys.stderr)
+            third = run_harvest(charter, har, memory, refresh=False, embed_t=embed_t, chunk_t=chunk_t)
+            print(f"[bench]   {third['wall_s']} s, {third['outcomes']}", file=sys.stderr)
         memory_mod.chunk_with = original_chunk_with
         embedder.embed_documents = original_embed
 
@@ -208,7 +214,10 @@ def main(argv: list[str] | None = None) -> int:
             f"model load (before timing): {model_load_s:.2f} s; load average at start {load_start}, "
             f"at end {[round(x, 2) for x in os.getloadavg()]} on {os.cpu_count()} CPUs"
         )
-        for name, r in (("first harvest", first), ("re-harvest (refresh)", second)):
+        runs = [("first harvest", first), ("re-harvest (refresh)", second)]
+        if third is not None:
+            runs.append(("re-harvest (no refresh)", third))
+        for name, r in runs:
             print(
                 f"{name}: wall {r['wall_s']} s | {r['pages_stored']} pages stored "
                 f"({r['pages_per_s']} pages/s) | "
@@ -220,14 +229,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['report_timings'].get('store_s')} s = embed {r['embed_s']} + chunk {r['chunk_s']} + "
                 f"write {r['write_s']} (writer thread, beside fetching) | outcomes {r['outcomes']}"
             )
-        print(
-            f"embed alone: {len(texts)} chunk texts in {embed_alone:.2f} s "
-            f"({len(texts) / embed_alone:.1f} chunks/s)"
-        )
+        print(f"embed alone: {len(texts)} chunk texts in {embed_alone:.2f} s ({len(texts) / embed_alone:.1f} chunks/s)")
         print(
             f"harvest_wall / embed_alone = {ratio:.2f} (target <= {TARGET_RATIO}) -> "
             f"{'reached' if ratio is not None and ratio <= TARGET_RATIO else 'MISSED'}"
         )
+        if third is not None and third["wall_s"]:
+            print(
+                f"re-harvest without refresh: {third['wall_s']} s, speed-up {first['wall_s'] / third['wall_s']:.2f}x,"
+                f" outcomes {third['outcomes']}, chunks_embedded {third['chunks_embedded']}"
+            )
         print(
             f"re-harvest speed-up first/second = {speedup:.2f}x (target >= {TARGET_SPEEDUP}x) -> "
             f"{'reached' if speedup is not None and speedup >= TARGET_SPEEDUP else 'MISSED'}; "
@@ -246,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
             "first": first,
             "embed_alone": {"chunks": len(texts), "seconds": round(embed_alone, 2)},
             "second": second,
+            "third_no_refresh": third,
+            "speedup_first_over_no_refresh": round(first["wall_s"] / third["wall_s"], 3)
+            if third and third["wall_s"]
+            else None,
             "ratio_harvest_over_embed": round(ratio, 3) if ratio else None,
             "speedup_first_over_second": round(speedup, 3) if speedup else None,
             "target": {"ratio_max": TARGET_RATIO, "speedup_min": TARGET_SPEEDUP, "second_chunks_embedded": 0},

@@ -496,12 +496,18 @@ class Memory:
             store.upsert_pages(page_rows)
         if removed:
             store.delete(PAGES, "url", removed)
+        if inputs or removed:  # closets rule: pointers of re-stored/removed pages are purged, then rebuilt
+            from .pointers import purge_urls
+
+            purge_urls(self._path, [*inputs, *removed])
         if stale:
             store.delete(CHUNKS, "id", stale)
         if rows or inputs or removed or stale:
             self._touch()
         if len(new_rows) >= OPTIMIZE_AFTER_CHUNKS:
             store.optimize()
+        if rows or stale:  # full-text index (and, past its row count, the vector index) current after writes
+            store.ensure_indexes()
         log.info(
             "store %s: %d new chunks embedded, %d updated, %d deleted, %d page(s) written, %d removed",
             self.charter_id,
@@ -536,38 +542,96 @@ class Memory:
         min_score: float | None = None,
         *,
         only_ids: Iterable[str] | None = None,
+        mode: str = "hybrid",
+        rerank: bool = False,
+        reranker_model: str | None = None,
+        mmr_lambda: float | None = 0.7,
+        candidates: int = 20,
+        extra_queries: Iterable[str] = (),
     ) -> list[Hit]:
-        """The ``k`` chunks nearest to ``query`` (cosine), best first; ``min_score`` None means no filter."""
-        if subtree is not None:
-            raise NotImplementedError("concept index routing is not available yet")
+        """The ``k`` best chunks for ``query``, best first (pipeline in ``memory_store/retrieval.py``).
+
+        ``mode``: "hybrid" (vector top-N ∪ BM25 top-N, reciprocal rank fusion), "vector" or "bm25";
+        ``candidates``: N per side (at least ``k``); ``rerank``: cross-encoder rerank of the fused head with
+        ``reranker_model`` (default BAAI/bge-reranker-base, local only); ``mmr_lambda``: MMR diversity (None =
+        off); ``extra_queries``: more queries whose candidates are fused with ``query``'s (signature queries).
+        ``hit.score`` is the cosine similarity of query and chunk on every path; ``min_score`` None means no
+        filter, otherwise no hit below it, whichever side found it. ``hit.matched_via`` says which side."""
+        if subtree is not None:  # concept routing: the subtree's chunks, else the whole store (labelled)
+            return self._search_subtree(
+                query,
+                k,
+                subtree,
+                min_score,
+                only_ids,
+                mode=mode,
+                rerank=rerank,
+                reranker_model=reranker_model,
+                mmr_lambda=mmr_lambda,
+                candidates=candidates,
+                extra_queries=tuple(extra_queries),
+            )
         ids = list(only_ids) if only_ids is not None else None
         if k <= 0 or (ids is not None and not ids) or not self._read_meta() or self.count_chunks() == 0:
             return []
-        vector = self.embedder.embed_queries([query])[0]
-        hits = []
-        for row in self._store.search(vector, k, ids):
-            score = 1.0 - float(row["_distance"])
-            if min_score is not None and score < min_score:
-                continue
-            hits.append(
-                Hit(
-                    id=row["id"],
-                    score=score,
-                    text=row["text"],
-                    snippet=make_snippet(row["text"]),
-                    metadata={
-                        "url": row["url"],
-                        "last_updated": row["last_updated"],
-                        "title": row["title"],
-                        "selector": row["selector"],
-                        "also_seen_at": list(row["also_seen_at"] or []),
-                        "charter_id": row["charter_id"],
-                        "tokens": row["tokens"],
-                    },
-                )
-            )
-        hits.sort(key=lambda h: h.score, reverse=True)
+        from .retrieval import search as _pipeline
+
+        return _pipeline(
+            self,
+            [query, *extra_queries],
+            k=k,
+            min_score=min_score,
+            only_ids=ids,
+            mode=mode,
+            candidates=candidates,
+            rerank=rerank,
+            reranker_model=reranker_model,
+            mmr_lambda=mmr_lambda,
+        )
+
+    def _ensure_text_index(self) -> None:
+        """Build the full-text index if a store written before it existed lacks it (takes the write lock)."""
+        store = self._store
+        if store.has_fts_index():
+            return
+        with self.write_lock():
+            store.ensure_indexes()
+
+    def _search_subtree(
+        self,
+        query: str,
+        k: int,
+        subtree: str,
+        min_score: float | None,
+        only_ids: Iterable[str] | None,
+        **opts: Any,
+    ) -> list[Hit]:
+        """Search only the chunks the concept index points to under ``subtree`` (matched_via "concept");
+        when none of them reaches the threshold, search the whole store (matched_via "fallback")."""
+        from .pointers import chunk_ids_under
+
+        allowed = set(only_ids) if only_ids is not None else None
+        ids = [i for i in chunk_ids_under(self._path, subtree) if allowed is None or i in allowed]
+        bar = min_score if min_score is not None else self.default_min_score
+        hits = (
+            [h for h in self.search(query, k, None, min_score, only_ids=ids, **opts) if h.score >= bar]
+            if ids
+            else []
+        )
+        via = "concept"
+        if not hits:
+            hits, via = self.search(query, k, None, min_score, only_ids=only_ids, **opts), "fallback"
+        for h in hits:
+            h.matched_via = via
         return hits
+
+    def purge_pointers(self, urls: Iterable[str]) -> int:
+        """Delete the concept pointer rows of these pages (the closets rule: a re-stored page's pointers go
+        first; the next concept-index update rebuilds them)."""
+        from .pointers import purge_urls
+
+        with self.write_lock():
+            return purge_urls(self._path, urls)
 
     def pages(self) -> list[PageRecord]:
         """Every stored page, in storage order."""

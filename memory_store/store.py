@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -44,6 +45,20 @@ PAGE_FIELDS = [
     "chunk_ids",
     "stored_at",
 ]
+
+
+# Full-text index (LanceDB native FTS, BM25 scoring): lower-cased "simple" tokens (split on non-alphanumerics),
+# ASCII folding, English Snowball stemming and stop-word removal.
+FTS_STEM = True
+FTS_REMOVE_STOP_WORDS = True
+# Rows written after an index was built are searched by a scan until folded into it by optimize().
+REINDEX_AFTER_ROWS = 1024
+# Vector index: below this many chunks a flat exact scan is fast enough; from it on an IVF_HNSW_SQ index with
+# exact re-ranking of refine_factor * k candidates (bench/vector_scale.py measures the trade-off).
+VECTOR_INDEX_MIN_ROWS = 50_000
+VECTOR_INDEX_TYPE = "IVF_HNSW_SQ"
+VECTOR_NPROBES = 20
+VECTOR_REFINE_FACTOR = 10
 
 
 def _sql_str(value: str) -> str:
@@ -232,23 +247,141 @@ class LanceStore:
                     row["embedding"] = [float(x) for x in emb]
         return rows
 
-    def search(self, vector: np.ndarray, k: int, only_ids: list[str] | None = None) -> list[dict[str, Any]]:
+    def search(
+        self,
+        vector: np.ndarray,
+        k: int,
+        only_ids: list[str] | None = None,
+        *,
+        with_vectors: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The ``k`` nearest chunks by cosine distance (``_distance`` = 1 - cosine). Exact (flat) while the
+        table has no vector index; past ``VECTOR_INDEX_MIN_ROWS`` rows it has one (see ``ensure_indexes``) and
+        the search probes ``VECTOR_NPROBES`` partitions and re-ranks ``VECTOR_REFINE_FACTOR * k`` candidates
+        by their exact distance."""
         table = self._table(CHUNKS)
         if table is None:
             return []
+        cols = [*CHUNK_FIELDS, "_distance"] + (["embedding"] if with_vectors else [])
         try:
-            query = (
-                table.search(vector.astype("float32"), vector_column_name="embedding")
-                .distance_type("cosine")
-                .bypass_vector_index()
-                .select([*CHUNK_FIELDS, "_distance"])
-                .limit(k)
+            query = table.search(vector.astype("float32"), vector_column_name="embedding").distance_type(
+                "cosine"
             )
+            if self.has_vector_index():
+                query = query.nprobes(VECTOR_NPROBES)
+                if VECTOR_REFINE_FACTOR:
+                    query = query.refine_factor(VECTOR_REFINE_FACTOR)
+            else:
+                query = query.bypass_vector_index()
+            query = query.select(cols).limit(k)
             if only_ids is not None:
                 query = query.where(_in_list("id", only_ids), prefilter=True)
-            return query.to_arrow().to_pylist()
+            return self._result_rows(query.to_arrow(), with_vectors)
         except Exception as exc:
             raise StoreCorrupt(f"vector search failed in {self.path}: {exc}") from exc
+
+    def fts_search(
+        self, text: str, k: int, only_ids: list[str] | None = None, *, with_vectors: bool = False
+    ) -> list[dict[str, Any]]:
+        """The ``k`` best chunks for ``text`` by BM25 over the native full-text index (``_score``, higher is
+        better). Rows written after the index was built are searched too (unindexed rows are scanned), deleted
+        rows never match. Returns [] when the query has no searchable term."""
+        table = self._table(CHUNKS)
+        if table is None or not text.strip():
+            return []
+        cols = [*CHUNK_FIELDS, "_score"] + (["embedding"] if with_vectors else [])
+        try:
+            from lancedb.query import MatchQuery
+
+            # a plain match query (OR of the analysed terms): the text is never parsed as query syntax
+            query = table.search(MatchQuery(text, "text"), query_type="fts").select(cols).limit(k)
+            if only_ids is not None:
+                query = query.where(_in_list("id", only_ids), prefilter=True)
+            return self._result_rows(query.to_arrow(), with_vectors)
+        except Exception as exc:
+            raise StoreCorrupt(f"full-text search failed in {self.path}: {exc}") from exc
+
+    @staticmethod
+    def _result_rows(data: Any, with_vectors: bool) -> list[dict[str, Any]]:
+        """Arrow search result -> row dicts; ``embedding`` (when selected) as a float32 numpy row, not a list."""
+        if not with_vectors or data.num_rows == 0:
+            return data.to_pylist()
+        import numpy as np
+
+        emb = data.column("embedding").combine_chunks()
+        mat = np.asarray(emb.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(data.num_rows, -1)
+        rows = data.drop_columns(["embedding"]).to_pylist()
+        for row, vec in zip(rows, mat, strict=True):
+            row["embedding"] = vec
+        return rows
+
+    # --- indexes ----------------------------------------------------------------------------------------
+    def _index_types(self) -> dict[str, str]:
+        table = self._table(CHUNKS)
+        if table is None:
+            return {}
+        try:
+            return {str(i.columns[0]): str(i.index_type) for i in table.list_indices() if i.columns}
+        except Exception as exc:  # noqa: BLE001
+            log.warning("cannot list indexes of %s: %s", self.path, exc)
+            return {}
+
+    def has_fts_index(self) -> bool:
+        return self._index_types().get("text") == "FTS"
+
+    def has_vector_index(self) -> bool:
+        kind = self._index_types().get("embedding")
+        return bool(kind) and kind != "FTS"
+
+    def ensure_indexes(self) -> None:
+        """Create what is missing: the full-text index on ``text`` (as soon as the table has rows) and the
+        vector index on ``embedding`` (once it has ``VECTOR_INDEX_MIN_ROWS`` rows); fold rows written since
+        into the existing indexes when more than ``REINDEX_AFTER_ROWS`` are unindexed. Caller holds the lock."""
+        table = self._table(CHUNKS)
+        if table is None:
+            return
+        try:
+            rows = int(table.count_rows())
+            if rows == 0:
+                return
+            kinds = self._index_types()
+            if kinds.get("text") != "FTS":
+                with warnings.catch_warnings():  # the older name still takes the native tokenizer options
+                    warnings.simplefilter("ignore")
+                    table.create_fts_index(
+                        "text",
+                        replace=True,
+                        use_tantivy=False,
+                        base_tokenizer="simple",
+                        language="English",
+                        lower_case=True,
+                        stem=FTS_STEM,
+                        remove_stop_words=FTS_REMOVE_STOP_WORDS,
+                        ascii_folding=True,
+                    )
+                log.info("full-text index built over %d chunks in %s", rows, self.path)
+            elif self._unindexed("text_idx") > REINDEX_AFTER_ROWS:
+                table.optimize()
+            if rows >= VECTOR_INDEX_MIN_ROWS and not kinds.get("embedding"):
+                with warnings.catch_warnings():  # the keyword form is deprecated in favour of config objects
+                    warnings.simplefilter("ignore")
+                    table.create_index(
+                        metric="cosine",
+                        vector_column_name="embedding",
+                        index_type=VECTOR_INDEX_TYPE,
+                        num_partitions=max(1, int(rows**0.5)),
+                        replace=True,
+                    )
+                log.info("vector index %s built over %d chunks in %s", VECTOR_INDEX_TYPE, rows, self.path)
+        except Exception as exc:  # noqa: BLE001 - search works without the indexes, only slower
+            raise StoreCorrupt(f"cannot build the search indexes of {self.path}: {exc}") from exc
+
+    def _unindexed(self, name: str) -> int:
+        table = self._table(CHUNKS)
+        try:
+            return int(table.index_stats(name).num_unindexed_rows or 0)
+        except Exception:  # noqa: BLE001
+            return 0
 
     # --- writes -----------------------------------------------------------------------------------------
     def upsert_chunks(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:

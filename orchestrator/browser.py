@@ -119,6 +119,8 @@ class BrowserSession:
     blocked: list[BlockedRequest] = field(default_factory=list)
     # With --replay: request URL -> redirect target in the HAR (checked before the HAR router follows it).
     replay_redirects: dict[str, str] = field(default_factory=dict)
+    # SSRF guard (orchestrator/netguard.py): internal addresses refused on every request; None with --replay.
+    guard: Any = None
 
 
 @asynccontextmanager
@@ -130,11 +132,17 @@ async def open_browser(
     replay: Path | None = None,
     executable: str | None = None,
     user_agent: str | None = None,
+    browser_url: str | None = None,
 ) -> AsyncIterator[BrowserSession]:
     """Launch headless Chromium with one fresh context (no stored state, no downloads, no service workers)
     whose every request must be http(s) on ``allowed_domains``. With ``replay``, responses come from that HAR
     file only (anything missing from it is aborted). What the context reads is always recorded to
-    ``har_path``; closing the context writes the file."""
+    ``har_path``; closing the context writes the file.
+
+    With ``browser_url`` (e.g. ``http://127.0.0.1:9222``) nothing is launched: brt attaches to that running
+    Chrome over CDP and opens its own fresh context there (no cookies, storage or logins of the browser's other
+    contexts), with the same allowlist routing and HAR recording; on exit it closes only that context and
+    disconnects, leaving the browser running."""
     from playwright.async_api import Error as PlaywrightError
     from playwright.async_api import async_playwright
 
@@ -144,7 +152,10 @@ async def open_browser(
     har_path.parent.mkdir(parents=True, exist_ok=True)
 
     async with async_playwright() as p:
-        if executable is None:
+        if browser_url is not None:
+            browser = await _connect_over_cdp(p, browser_url)
+            executable = f"cdp:{browser_url}"
+        elif executable is None:
 
             def managed() -> str | None:
                 try:
@@ -153,10 +164,15 @@ async def open_browser(
                     return None
 
             executable = _find_browser(managed)
-        try:
-            browser = await p.chromium.launch(executable_path=executable, headless=True, args=LAUNCH_ARGS)
-        except PlaywrightError as exc:
-            raise BrowserNotFound(f"cannot launch the browser at {executable}: {_first_line(exc)}") from exc
+        from .netguard import resolver_rules_from_env
+
+        rules = resolver_rules_from_env()
+        if browser_url is None:  # an attached browser keeps its own resolver; the route's guard still checks
+            args = LAUNCH_ARGS + ([f"--host-resolver-rules={rules}"] if rules else [])
+            try:
+                browser = await p.chromium.launch(executable_path=executable, headless=True, args=args)
+            except PlaywrightError as exc:
+                raise BrowserNotFound(f"cannot launch the browser at {executable}: {_first_line(exc)}") from exc
         context_options: dict[str, Any] = {
             "accept_downloads": False,
             "service_workers": "block",
@@ -170,6 +186,10 @@ async def open_browser(
         try:
             context = await browser.new_context(**context_options)
             session = BrowserSession(browser, context, har_path, executable, replay)
+            if replay is None:
+                from .netguard import NetGuard
+
+                session.guard = NetGuard(allowed_domains, resolver_rules=rules)
             if replay is not None:
                 session.replay_redirects = _har_redirects(Path(replay))
                 # Registered first so it runs last: the allowlist route below falls back to it.
@@ -180,8 +200,31 @@ async def open_browser(
                 yield session
             finally:
                 await context.close()  # writes the HAR
+                if getattr(session, "har_extra", None):
+                    from .netguard import add_har_entries
+
+                    add_har_entries(har_path, session.har_extra)
         finally:
+            # For an attached browser this only disconnects (the contexts brt made are gone already).
             await browser.close()
+
+
+async def _connect_over_cdp(p: Any, browser_url: str) -> Browser:
+    """Attach to a running Chrome's DevTools endpoint (``http://host:port`` or ``ws://...``)."""
+    from urllib.parse import urlsplit
+
+    from playwright.async_api import Error as PlaywrightError
+
+    if urlsplit(browser_url).scheme not in ("http", "https", "ws", "wss"):
+        raise HarvestError(f"--browser-url must be an http:// or ws:// DevTools endpoint, got {browser_url!r}")
+    try:
+        return await p.chromium.connect_over_cdp(browser_url, timeout=30_000)
+    except PlaywrightError as exc:
+        raise BrowserNotFound(
+            f"cannot attach to a browser at {browser_url}: {_first_line(exc)}\n"
+            "Start Chrome with --remote-debugging-port=9222 (or use the endpoint a Chrome DevTools MCP session "
+            "uses), or leave out --browser-url to let brt launch its own browser."
+        ) from exc
 
 
 async def _allowlist_route(session: BrowserSession, allowed_domains: list[str], route: Route) -> None:
@@ -205,6 +248,29 @@ async def _allowlist_route(session: BrowserSession, allowed_domains: list[str], 
             )
             await route.abort("blockedbyclient")
             return
+        refused = await session.guard.check(request.url) if session.guard is not None else None
+        if refused is not None:  # SSRF: an internal address not named exactly on the allowlist
+            logger.info("blocked %s request to %s (%s)", request.resource_type, request.url, refused)
+            session.blocked.append(
+                BlockedRequest(
+                    request.url, request.resource_type, refused, navigation=navigation, page=_page_of(request)
+                )
+            )
+            await route.abort("blockedbyclient")
+            return
+        if navigation and session.guard is not None:  # redirect hops are checked too (netguard.py)
+            from .netguard import route_navigation
+
+            def block(url: str, reason: str) -> None:
+                blocked = BlockedRequest(url, request.resource_type, reason, navigation=True, page=_page_of(request))
+                blocked.source = request.url  # type: ignore[attr-defined]  # the navigation it stopped
+                session.blocked.append(blocked)
+
+            if not hasattr(session, "har_extra"):
+                session.har_extra = []  # type: ignore[attr-defined]  # refused redirects, added to the HAR
+            allowed = lambda u: url_allowed(u, allowed_domains)  # noqa: E731
+            if await route_navigation(route, session.guard, allowed, block, session.har_extra):  # type: ignore[attr-defined]
+                return
         await route.fallback()
         return
     if request.url.startswith(_INTERNAL_SCHEMES):

@@ -7,7 +7,7 @@ import ipaddress
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -48,6 +48,10 @@ class Harvest(_Strict):
     timeout_s: float = Field(30, gt=0, le=600)
     obey_robots: bool = True
     javascript: bool = True
+    # Harvest hardening (README): per-host politeness and the per-page cap on decoded content.
+    per_domain_concurrency: int = Field(2, ge=1, le=32)
+    min_delay_s: float = Field(0.0, ge=0, le=60)
+    max_page_bytes: int = Field(20_000_000, ge=1000)
     selectors: dict[str, str] = Field(default_factory=dict)
 
 
@@ -62,6 +66,12 @@ class MemoryConfig(_Strict):
 class Retrieval(_Strict):
     k: int = Field(5, ge=1, le=100)
     min_score: float | None = Field(None, ge=-1.0, le=1.0)
+    # Retrieval pipeline (README "Retrieval"): candidates per side, fusion mode, optional rerank, MMR.
+    mode: Literal["hybrid", "vector", "bm25"] = "hybrid"
+    candidates: int = Field(20, ge=1, le=1000)
+    rerank: bool = False
+    reranker_model: str | None = None
+    mmr_lambda: float | None = Field(0.7, ge=0.0, le=1.0)
 
 
 def host_allowed(host: str | None, allowed_domains: list[str]) -> bool:

@@ -141,6 +141,9 @@ def harvest(
     for e in report.events:
         if e.get("outcome") != "stored":
             click.echo(f"  {e.get('outcome')}: {e.get('url')} ({e.get('reason')})")
+    from .hardening import format_summary, summarize
+
+    click.echo(format_summary(summarize(report.events, report.elapsed_s)))
 
 
 @cli.command()
@@ -149,19 +152,60 @@ def harvest(
 @click.option("-k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Hits at most.")
 @click.option("--subtree", help="Only chunks under this concept path (concept index).")
 @click.option("--min-score", type=float, default=None, help="Drop hits below this score.")
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "vector", "bm25"]),
+    default=None,
+    help="Candidates from BM25 ∪ vector (hybrid, fused by RRF), or one side only. Default: the charter's "
+    "retrieval.mode (hybrid).",
+)
+@click.option(
+    "--rerank/--no-rerank",
+    default=None,
+    help="Cross-encoder rerank of the fused candidates (needs a local reranker model). Default: the charter's.",
+)
+@click.option("--reranker-model", default=None, help="Reranker model name or folder (default BAAI/bge-reranker-base).")
+@click.option(
+    "--mmr-lambda",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="MMR diversity trade-off (1 = relevance only). Default: the charter's retrieval.mmr_lambda (0.7).",
+)
+@click.option("--no-mmr", is_flag=True, help="Keep the fused (or reranked) order: no MMR.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 @_handle_errors
 def search(
-    charter: str, query: str, k: int, subtree: str | None, min_score: float | None, as_json: bool
+    charter: str,
+    query: str,
+    k: int,
+    subtree: str | None,
+    min_score: float | None,
+    mode: str | None,
+    rerank: bool | None,
+    reranker_model: str | None,
+    mmr_lambda: float | None,
+    no_mmr: bool,
+    as_json: bool,
 ) -> None:
-    """Search the charter's store (vector kNN)."""
+    """Search the charter's store (hybrid BM25 + vector with MMR by default; see README "Retrieval")."""
     from .config import open_memory
     from .synthesize import display_url
 
     c = _load(charter)
     _require_store(c)
     mem = open_memory(c, create=False)
-    hits = mem.search(query, k=k, subtree=subtree, min_score=min_score)
+    r = c.retrieval
+    hits = mem.search(
+        query,
+        k=k,
+        subtree=subtree,
+        min_score=min_score,
+        mode=mode or r.mode,
+        candidates=r.candidates,
+        rerank=r.rerank if rerank is None else rerank,
+        reranker_model=reranker_model or r.reranker_model,
+        mmr_lambda=None if no_mmr else (r.mmr_lambda if mmr_lambda is None else mmr_lambda),
+    )
     if as_json:
         _print_json(
             {
@@ -238,15 +282,36 @@ def clean(charter: str, snapshot: str | None, keep: bool, no_vectors: bool) -> N
 @cli.command()
 @click.argument("charter", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@click.option(
+    "--check", is_flag=True, help="Verify the store (chunks, pages, hashes, indexes); exit 1 on a problem."
+)
 @_handle_errors
-def status(charter: str, as_json: bool) -> None:
+def status(charter: str, as_json: bool, check: bool = False) -> None:
     """Pages, chunks, model, disk size and last harvest of the charter's store."""
     from .clean import status as run_status
+    from .hardening import format_summary, last_summary
 
     c = _load(charter)
     report = run_status(c)
+    checked = None
+    summary = None
+    if report.exists:
+        from .config import open_memory
+        from .storecheck import check_store
+
+        mem = open_memory(c, create=False)
+        summary = last_summary(mem)
+        if check:
+            checked = check_store(mem)
     if as_json:
-        _print_json(report.to_json())
+        doc = report.to_json()
+        if summary is not None:
+            doc["last_harvest_summary"] = summary
+        if checked is not None:
+            doc["check"] = checked.to_json()
+        _print_json(doc)
+        if checked is not None and not checked.ok:
+            sys.exit(EXIT_FAILURE)
         return
     if not report.exists:
         click.echo(f"{c.id}: no store at {report.path} (never harvested, or cleaned)")
@@ -261,17 +326,58 @@ def status(charter: str, as_json: bool) -> None:
         lh = report.last_harvest
         outcomes = ", ".join(f"{n} {o}" for o, n in sorted(lh["outcomes"].items()))
         click.echo(f"last harvest: {lh['started_at']} ({lh['urls_attempted']} URLs: {outcomes})")
+    if summary is not None:
+        click.echo(format_summary(summary))
+    if checked is not None:
+        if checked.ok:
+            counts = ", ".join(f"{v} {k}" for k, v in checked.counts.items())
+            click.echo(f"check:    ok ({counts})")
+        else:
+            click.echo(f"check:    {len(checked.problems)} problem(s)")
+            for problem in checked.problems:
+                click.echo(f"  {problem}")
+            sys.exit(EXIT_FAILURE)
 
 
 @cli.command()
 @click.argument("charter", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["tree", "json", "mermaid", "dot"]), default="tree")
+@click.option("--rebuild", is_flag=True, help="Rebuild the index from the store before showing it.")
 @_handle_errors
-def concepts(charter: str, fmt: str) -> None:
-    """Show the charter's concept index."""
-    _load(charter)
-    _err("brt: the concept index is not built yet in this version (see README, 'Not yet implemented')")
-    sys.exit(EXIT_FAILURE)
+def concepts(charter: str, fmt: str, rebuild: bool) -> None:
+    """Show the charter's concept index (built from the store first when missing or out of date)."""
+    from concept_index import render, update_from_store
+
+    from .config import open_memory
+
+    c = _load(charter)
+    _require_store(c)
+    mem = open_memory(c, create=False)
+    ci, _ = update_from_store(mem, c.outputs.sections, rebuild=rebuild)
+    click.echo(render(ci, fmt), nl=False)
+
+
+@cli.command("eval")
+@click.argument("charters", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--answers", type=click.Path(exists=True, dir_okay=False),
+              help="JSON answer key {charter_id: {section title: regex}} for answer_hit.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Folder for the synthesized docs.")
+@click.option("--repeats", type=click.IntRange(1, 20), default=3, show_default=True, help="Timed runs per mode.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@_handle_errors
+def eval_cmd(charters: tuple[str, ...], answers: str | None, out_dir: str | None, repeats: int,
+             as_json: bool) -> None:
+    """Keep-or-cut: synthesize each (harvested) charter with and without the concept index."""
+    from .evaluate import evaluate, format_table, load_answers
+
+    loaded = [_load(c) for c in charters]
+    for c in loaded:
+        _require_store(c)
+    report = evaluate(loaded, answers=load_answers(answers), out_dir=out_dir, repeats=repeats)
+    if as_json:
+        _print_json(report.to_json())
+        return
+    click.echo(format_table(report), nl=False)
 
 
 @cli.group("charter")
@@ -302,9 +408,13 @@ def charter_schema() -> None:
 @cli.command()
 @_handle_errors
 def mcp() -> None:
-    """Run the MCP server over stdio."""
-    _err("brt: the MCP server is not available yet in this version (see README, 'Not yet implemented')")
-    sys.exit(EXIT_FAILURE)
+    """Run the MCP server over stdio (tools, prompts; see README, "Agents")."""
+    try:
+        from .mcp_server import run as run_server
+    except ImportError as exc:
+        _err(f"brt: the MCP server needs the MCP Python SDK ({exc}); install it with: pip install 'brt[mcp]'")
+        sys.exit(EXIT_FAILURE)
+    run_server()
 
 
 @cli.command()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 from urllib.robotparser import RobotFileParser
 
+from . import hardening as _hard
 from .browser import BrowserSession, har_path_for, open_browser
 from .errors import HarvestBusy, HarvestError
 from .extract import ExtractedPage, extract_page
@@ -69,10 +70,17 @@ class HarvestEvent:
     timings: EventTimings = field(default_factory=EventTimings)
     chunks: int = 0
     blocked_requests: list[str] = field(default_factory=list)
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # every try (retries: orchestrator/politeness)
+    bytes_read: int = 0
+    links: list[str] | None = None  # allowed outlinks of a stored page (a resume continues the BFS from them)
+    retry_after: float | None = None  # the last response's Retry-After, in seconds (not recorded)
 
     def as_record(self) -> dict[str, Any]:
         timings = {k: round(v, 4) for k, v in asdict(self.timings).items()}
-        return {
+        extra: dict[str, Any] = {"attempts": list(self.attempts), "bytes": self.bytes_read}
+        if self.links is not None:
+            extra["links"] = list(self.links)
+        return extra | {
             "type": "harvest_event",
             "url": self.url,
             "final_url": self.final_url,
@@ -198,9 +206,14 @@ async def harvest_async(
     a URL already in the store is not fetched again (event skipped, "already stored"; its links are not
     followed); ``refresh=True`` fetches it again and the store replaces its chunks (unchanged chunks are not
     embedded again)."""
-    if browser_url is not None or via != "playwright":
-        what = f"--browser-url {browser_url}" if browser_url is not None else f"--via {via}"
-        raise HarvestError(f"{what} is not implemented yet; use the default (--via playwright)")
+    if via not in ("playwright", "devtools-mcp"):
+        raise HarvestError(f"unknown --via {via!r}: expected playwright or devtools-mcp")
+    if via == "devtools-mcp" and (browser_url is not None or replay is not None):
+        raise HarvestError(
+            "--via devtools-mcp starts its own browser: it cannot be combined with --browser-url or --replay"
+        )
+    if browser_url is not None and replay is not None:
+        raise HarvestError("--browser-url and --replay cannot be combined")
     if replay is not None:
         replay = Path(replay)
         if not replay.is_file():
@@ -217,10 +230,32 @@ async def harvest_async(
     except StoreLocked as exc:
         raise HarvestBusy(str(exc)) from exc
     try:
-        run = _Harvest(charter, memory, progress or NullProgress(), replay=replay, refresh=refresh)
-        return await run.run()
+        if via == "devtools-mcp":
+            from .devtools_mcp import DevtoolsHarvest
+
+            run: _Harvest = DevtoolsHarvest(
+                charter, memory, progress or NullProgress(), replay=None, refresh=refresh
+            )
+        else:
+            run = _Harvest(charter, memory, progress or NullProgress(), replay=replay, refresh=refresh)
+            run.browser_url = browser_url
+        report = await run.run()
+        if charter.memory.use_concept_index and report.pages_stored:  # concept index: incremental update
+            await asyncio.to_thread(_update_concept_index, charter, memory)
+        return report
     finally:
         lock.__exit__(None, None, None)
+
+
+def _update_concept_index(charter: Charter, memory: Memory) -> None:
+    """Bring the charter's concept index up to date with the stored pages; never fails the harvest."""
+    try:
+        from concept_index import update_from_store
+
+        _, rep = update_from_store(memory, charter.outputs.sections)
+        logger.info("concept index of %s updated: %s", charter.id, rep)
+    except Exception:  # the index is an optional router: the evidence store stays authoritative
+        logger.exception("concept index update failed for %s", charter.id)
 
 
 # -- internals --------------------------------------------------------------------------------------------
@@ -235,6 +270,7 @@ class _Fetched:
     status: int | None
     content_type: str | None
     fetched_at: str
+    pdf_pages: list[str] | None = None  # a PDF's text per page (chunk selectors pdf#page=N)
 
 
 class _Harvest:
@@ -248,6 +284,7 @@ class _Harvest:
         self.refresh = refresh
         self.settings = charter.harvest
         self.report = HarvestReport(charter_id=charter.id, replay=replay)
+        self.run_id = _now()  # groups this harvest's events in the store's journal
         self.events: list[HarvestEvent] = []
         self.seen: set[str] = set()
         self.accepted = 0  # pages handed to the writer (counts against max_pages)
@@ -255,6 +292,8 @@ class _Harvest:
         self.robots: dict[str, RobotFileParser | None] = {}
         self.queue: asyncio.Queue[_Fetched | None] = asyncio.Queue()
         self.session: BrowserSession | None = None
+        _hard.init_state(self)  # politeness, robots, resume links, journal (orchestrator/hardening.py)
+        self.browser_url: str | None = None  # attach over CDP (a fresh context) instead of launching
 
     async def run(self) -> HarvestReport:
         started = time.monotonic()
@@ -263,12 +302,14 @@ class _Harvest:
         self.report.har_path = har_path
         self.progress.start("fetch", total=None)
         self.progress.start("embed", total=None)
+        await _hard.start(self)
         try:
             async with open_browser(
                 self.charter.allowed_domains,
                 har_path=har_path,
                 javascript=self.settings.javascript,
                 replay=self.replay,
+                browser_url=self.browser_url,
             ) as session:
                 self.session = session
                 writer = asyncio.create_task(self._writer(), name="brt-writer")
@@ -281,6 +322,7 @@ class _Harvest:
         finally:
             self.report.elapsed_s = round(time.monotonic() - started, 3)
             self.report.chunks_embedded = max(0, self._texts_embedded() - embedded_before)
+            await _hard.stop(self)
             self._record_events()
         counts = self.report.counts()
         logger.info(
@@ -346,7 +388,7 @@ class _Harvest:
         page.on("response", on_response)
         blocked_before = len(self.session.blocked)  # type: ignore[union-attr]
         try:
-            links, queued = await self._visit_with(page, event, responses)
+            links, queued = await _hard.attempts(self, page, event, responses)
         except Exception as exc:  # one page never stops the harvest
             logger.exception("unexpected error harvesting %s", url)
             self._finish(event, "failed", f"internal error: {type(exc).__name__}: {exc}")
@@ -363,16 +405,17 @@ class _Harvest:
             pages.put_nowait(page)
             if not queued:  # queued pages advance when stored
                 self.progress.advance("fetch")
+                _hard.journal(self, event)
         return links
 
     async def _replace_page(self, page: Page) -> Page:
         from playwright.async_api import Error as PlaywrightError
 
         try:
-            await page.close()
-        except PlaywrightError:
-            pass
-        return await self.session.context.new_page()  # type: ignore[union-attr]
+            await asyncio.wait_for(page.close(), timeout=5)  # a wedged page must not hang the harvest
+        except (PlaywrightError, asyncio.TimeoutError):
+            logger.info("closing a used page timed out; leaving it behind")
+        return await asyncio.wait_for(self.session.context.new_page(), timeout=30)  # type: ignore[union-attr]
 
     async def _visit_with(
         self, page: Page, event: HarvestEvent, responses: list[Response]
@@ -387,12 +430,15 @@ class _Harvest:
         deadline = t0 + timeout_s
 
         if not self.refresh and await asyncio.to_thread(self.memory.has_page, url):
-            self._finish(event, "skipped", "already stored (refresh to fetch it again)")
-            return [], False
+            known = self.resume_links.get(url)
+            if known is not None or self.replay is not None:
+                self._finish(event, "skipped", "already stored (refresh to fetch it again)")
+                return list(known or []), False  # a resume continues the BFS from the stored page's links
+            # stored, but its links never reached the journal (killed in between): fetch it again for them
 
         if self.settings.obey_robots and not await self._robots_allow(page, url, deadline):
             event.timings.fetch_s = time.monotonic() - t0
-            self._finish(event, "skipped", "disallowed by robots.txt")
+            self._finish(event, "blocked", "blocked by robots.txt")
             return [], False
 
         blocked_before = len(self.session.blocked)  # type: ignore[union-attr]
@@ -406,6 +452,8 @@ class _Harvest:
         except PlaywrightError as exc:
             event.timings.fetch_s = time.monotonic() - t0
             self._navigation_error(event, exc, blocked_before, responses)
+            if _hard.is_pdf_candidate(self, event):
+                return await _hard.fetch_pdf(self, event, deadline, t0)
             return [], False
 
         if not load_timed_out:
@@ -436,11 +484,14 @@ class _Harvest:
             return [], False
         if status is not None and status >= 400:
             event.timings.fetch_s = time.monotonic() - t0
+            event.retry_after = _hard.retry_after(headers)
             self._finish(event, "failed", f"HTTP {status}")
             return [], False
         if content_type is not None and content_type not in _HTML_TYPES:
             event.timings.fetch_s = time.monotonic() - t0
             self._finish(event, "skipped", f"unsupported content type ({content_type})")
+            if _hard.is_pdf_candidate(self, event):
+                return await _hard.fetch_pdf(self, event, deadline, t0)
             return [], False
 
         canonical_final = canonical_url(final_url)
@@ -457,6 +508,10 @@ class _Harvest:
             return [], False
         fetched_at = _now()
         event.timings.fetch_s = time.monotonic() - t0
+        event.bytes_read = len(html.encode("utf-8", "replace"))
+        if event.bytes_read > _hard.max_page_bytes(self):
+            self._finish(event, "skipped", f"too large ({event.bytes_read} bytes of content)")
+            return [], False
 
         if canonical_final in self.final_seen:
             self._finish(event, "skipped", f"duplicate of {canonical_final} (already harvested in this run)")
@@ -478,6 +533,7 @@ class _Harvest:
             self._finish(event, "skipped", "max_pages reached")
             return links, False
         self.accepted += 1
+        event.links = filter_links(links, self.charter.allowed_domains)[: _hard.MAX_LINKS]
         await self.queue.put(_Fetched(event, extracted, status, content_type or "text/html", fetched_at))
         return links, True
 
@@ -487,7 +543,7 @@ class _Harvest:
         message = str(exc)
         first = _first_line(exc)
         new_blocks = self.session.blocked[blocked_before:] if self.session else []
-        nav_blocks = [b for b in new_blocks if b.navigation]
+        nav_blocks = [b for b in new_blocks if b.navigation and getattr(b, "source", event.url) == event.url]
         last = responses[-1] if responses else None
         last_type = _content_type(last.headers) if last is not None else None
         if last is not None:
@@ -497,6 +553,10 @@ class _Harvest:
             self._finish(event, "skipped", f"unsupported content type ({last_type})")
         elif "Download is starting" in message:
             self._finish(event, "skipped", "unsupported content type (download)")
+        elif any(_hard.is_guard_reason(b.reason) for b in nav_blocks):
+            target = next(b for b in nav_blocks if _hard.is_guard_reason(b.reason))
+            event.final_url = target.url
+            self._finish(event, "blocked", f"{target.reason}: {target.url}")
         elif "ERR_BLOCKED_BY_CLIENT" in message or any(
             b.reason == "not on allowed_domains" for b in nav_blocks
         ):
@@ -537,26 +597,26 @@ class _Harvest:
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
         if origin not in self.robots:
-            parser: RobotFileParser | None = None
+            body: str | None = None
             try:
+                guard = getattr(self.session, "guard", None)
+                refused = await guard.check(origin + "/robots.txt") if guard is not None else None
                 response = (
                     await page.request.get(
                         origin + "/robots.txt",
                         max_redirects=0,
                         timeout=max(1.0, min(10.0, deadline - time.monotonic())) * 1000,
                     )
-                    if self.replay is None
+                    if self.replay is None and refused is None
                     else None
                 )
                 if response is not None and 200 <= response.status < 300:
-                    body = await response.text()
-                    parser = RobotFileParser()
-                    parser.parse(body.splitlines())
+                    body = (await response.body())[:500_000].decode("utf-8", "replace")
             except PlaywrightError as exc:
                 logger.debug("no robots.txt for %s: %s", origin, _first_line(exc))
-            self.robots[origin] = parser
-        parser = self.robots[origin]
-        return parser is None or parser.can_fetch(_USER_AGENT_TOKEN, url)
+            self.robots[origin] = _hard.RobotsRules(body)
+            self.polite.set_crawl_delay(parts.hostname or "", self.robots[origin].crawl_delay(_USER_AGENT_TOKEN))
+        return self.robots[origin].allowed(url, _USER_AGENT_TOKEN)
 
     # -- writer ---------------------------------------------------------------------------------------------
 
@@ -588,13 +648,14 @@ class _Harvest:
         t0 = time.monotonic()
         try:
             inputs = [self._page_input(item) for item in batch]
-            per_page = await asyncio.to_thread(self._add_many, inputs)
+            per_page = await asyncio.to_thread(self._add_many, inputs, batch)
         except Exception as exc:
             logger.exception("storing %d page(s) failed", len(batch))
             for item in batch:
                 self.accepted -= 1
                 self._finish(item.event, "failed", f"store error: {type(exc).__name__}: {_first_line(exc)}")
                 self.progress.advance("fetch")
+                _hard.journal(self, item.event)
             return
         elapsed = time.monotonic() - t0
         self.report.timings.store_s += elapsed
@@ -605,11 +666,13 @@ class _Harvest:
             self.report.pages_stored += 1
             self.report.chunks_total += chunks
             self.progress.advance("fetch")
+            _hard.journal(self, item.event)
         self.progress.advance("embed", len(batch), total=self.accepted)
 
-    def _add_many(self, inputs: list[Any]) -> list[int]:
+    def _add_many(self, inputs: list[Any], batch: list[_Fetched] | None = None) -> list[int]:
         """``memory.add_many`` for the batch; returns the chunk count of each page."""
         ids = self.memory.add_many(inputs)
+        _hard.after_store(self, batch or [])
         if len(inputs) == 1:
             return [len(ids)]
         counts = []
@@ -619,20 +682,11 @@ class _Harvest:
         return counts
 
     def _page_input(self, item: _Fetched) -> Any:
-        try:
-            from memory_store import PageInput
-        except ImportError:  # older layout
-            from memory_store.records import PageInput
+        from .pages import page_input
 
-        page = item.extracted
-        return PageInput(
-            url=page.url,
-            text=page.text,
-            selector=page.selector,
-            last_updated=page.last_updated,
-            title=page.title,
+        return page_input(
+            item.extracted,
             requested_url=item.event.url,
-            last_updated_source=page.last_updated_source,
             fetched_at=item.fetched_at,
             status=item.status,
             content_type=item.content_type,
@@ -648,13 +702,15 @@ class _Harvest:
         for event in self.events:
             self.report.timings.fetch_s += event.timings.fetch_s
             self.report.timings.extract_s += event.timings.extract_s
-        self.report.events = [event.as_record() for event in self.events]
-        if not self.report.events:
-            return
-        try:
-            self.memory.record_events(self.report.events)
-        except Exception:
-            logger.exception("cannot record harvest events for %s", self.charter.id)
+        missing = _hard.unjournaled(self)
+        records = [dict(event.as_record(), run_id=self.run_id) for event in missing]
+        self.report.events = list(self.journaled_records) + records
+        if records:
+            try:
+                self.memory.record_events(records)
+            except Exception:
+                logger.exception("cannot record harvest events for %s", self.charter.id)
+        _hard.finish_report(self)
 
 
 def _content_type(headers: dict[str, str]) -> str | None:

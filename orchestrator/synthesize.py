@@ -7,6 +7,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memory_store import Hit, Memory
 
-    from .charter import Charter, Section
+    from .charter import Charter, Retrieval, Section
 
 log = logging.getLogger(__name__)
 
@@ -124,12 +125,67 @@ def display_url(url: str) -> str:
     return re.sub(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", "", url)
 
 
-def signature_queries(section: Section) -> list[str]:
-    """The section's queries: its question, its title, and its label when that says something else."""
+# Signature queries (DESIGN "Signature & Retrieve"): 2-4 per section, built without an LLM:
+#   1. base: the section's question (or its title);
+#   2. paraphrase: a keyword restatement: the question without its interrogative frame ("how do I", "what is",
+#      "should we", ...) and trailing "?", prefixed with the section title and label when their words are not
+#      in it yet ("CLS mitigation: minimise layout shift");
+#   3. counterfactual: the same topic asked from the other side: "<topic> — limitations, failures, drawbacks and
+#      criticisms", so evidence against a claim is looked for as well as evidence for it;
+#   4. the label alone when it says something none of the others does (an acronym, a product name).
+# Duplicates (case-insensitive) are dropped. An optional generator (``QueryGenerator``, e.g. an LLM call) may
+# supply more paraphrases/counterfactuals; it is off by default and its output is capped at 4 queries in all.
+_FRAME = re.compile(
+    r"^\s*(?:(?:how|what|which|why|when|where|who|whom|whose)\b(?:\s+(?:do|does|did|can|could|should|would|"
+    r"will|is|are|was|were|must|to|much|many|exactly))?(?:\s+(?:i|we|you|they|one|it|a|an|the|site|sites|"
+    r"page|pages))?|(?:do|does|did|can|could|should|would|will|is|are|must)\s+(?:i|we|you|they|one|it|a|an|the)"
+    r")\b\s*",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[\w][\w.+-]*", re.UNICODE)
+MAX_SIGNATURE_QUERIES = 4
+COUNTERFACTUAL_SUFFIX = "limitations, failures, drawbacks and criticisms"
+
+QueryGenerator = Callable[["Section"], list[str]]
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def topic_phrase(section: Section) -> str:
+    """The section's topic as a keyword phrase: its question without the interrogative frame, prefixed with
+    the title/label when their words are missing from it."""
+    question = section.effective_question.strip()
+    core = _FRAME.sub("", question, count=1).strip().rstrip("?!. ").strip() or question.rstrip("?!. ")
+    prefix = []
+    for extra in (section.title, section.label):
+        if extra and extra.strip() and not _words(extra) <= _words(core) | _words(" ".join(prefix)):
+            prefix.append(extra.strip())
+    return f"{' '.join(prefix)}: {core}" if prefix and core else (core or " ".join(prefix))
+
+
+def signature_queries(section: Section, generator: QueryGenerator | None = None) -> list[str]:
+    """2-4 queries for ``section``: base, paraphrase, counterfactual (and the label); see above."""
+    base = section.effective_question.strip()
+    topic = topic_phrase(section)
+    candidates = [base, topic, f"{topic} — {COUNTERFACTUAL_SUFFIX}"]
+    if generator is not None:
+        try:
+            candidates[2:2] = [q for q in generator(section) if isinstance(q, str)]
+        except Exception:  # an optional helper: its failure never stops a synthesis
+            log.exception("signature query generator failed for section %r", section.title)
+    label = (section.label or "").strip()
+    if label and not any(label.lower() in q.lower() for q in candidates):
+        candidates.append(label)
     queries: list[str] = []
-    for q in (section.effective_question, section.title, section.label):
-        if q and q.strip() and q.strip().lower() not in {x.lower() for x in queries}:
-            queries.append(q.strip())
+    for q in candidates:
+        q = " ".join(q.split())
+        if q and q.lower() not in {x.lower() for x in queries}:
+            queries.append(q)
+    if len(queries) > MAX_SIGNATURE_QUERIES:  # keep base, paraphrase and the counterfactual
+        queries = queries[: MAX_SIGNATURE_QUERIES - 1] + [f"{topic} — {COUNTERFACTUAL_SUFFIX}"]
+        queries = list(dict.fromkeys(queries))
     return queries
 
 
@@ -233,16 +289,36 @@ def _quotes_for(memory: Memory, query: str, hits: list[Hit]) -> list[str]:
 # -- the stage ---------------------------------------------------------------------------------------------
 
 
-def synthesize_section(memory: Memory, section: Section, *, k: int, min_score: float) -> SectionResult:
-    """Retrieve, threshold and quote the evidence for one section."""
+def synthesize_section(
+    memory: Memory,
+    section: Section,
+    *,
+    k: int,
+    min_score: float,
+    subtree: str | None = None,
+    retrieval: Retrieval | None = None,
+    query_generator: QueryGenerator | None = None,
+) -> SectionResult:
+    """Retrieve, threshold and quote the evidence for one section (``subtree``: concept-index route).
+
+    All signature queries go through one ``Memory.search`` call: their candidates are fused (RRF) before the
+    optional rerank and MMR, and every hit's score (cosine, best over the queries) meets ``min_score``."""
     label = section.effective_label
-    queries = signature_queries(section)
-    best: dict[str, tuple[float, Hit, str]] = {}
-    for q in queries:
-        for hit in memory.search(q, k=max(CANDIDATES_PER_QUERY, k), min_score=min_score):
-            if hit.id not in best or hit.score > best[hit.id][0]:
-                best[hit.id] = (hit.score, hit, q)
-    ranked = sorted(best.values(), key=lambda t: t[0], reverse=True)
+    queries = signature_queries(section, query_generator)
+    opts: dict[str, Any] = {}
+    if retrieval is not None:
+        opts = {
+            "mode": retrieval.mode,
+            "candidates": retrieval.candidates,
+            "rerank": retrieval.rerank,
+            "reranker_model": retrieval.reranker_model,
+            "mmr_lambda": retrieval.mmr_lambda,
+        }
+    opts.setdefault("candidates", CANDIDATES_PER_QUERY)
+    hits = memory.search(
+        queries[0], k=k, min_score=min_score, subtree=subtree, extra_queries=queries[1:], **opts
+    )
+    ranked = [(h.score, h, h.metadata.get("query") or queries[0]) for h in hits]
     result = SectionResult(
         title=section.title, label=label, question=section.effective_question, queries=queries
     )
@@ -295,8 +371,48 @@ def render_markdown(charter: Charter, result: SynthesisResult) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+# -- concept index routing (issue 3) ------------------------------------------------------------------------
+
+
+def concept_routes(charter: Charter, memory: Memory) -> tuple[Any, dict[int, str | None]]:
+    """When ``memory.use_concept_index`` is on and the store has a concept index: the concept path of each
+    section (index -> path), from its ``concept`` hint or else the resolved path of its question. Sections
+    without a route search the whole store; a routed section falls back to it when its subtree has nothing
+    above the threshold (Memory.search)."""
+    if not charter.memory.use_concept_index:
+        return None, {}
+    try:
+        from concept_index import ConceptIndex
+
+        ci = ConceptIndex(memory=memory)
+        if len(ci) <= 1:
+            return None, {}
+        routes = {
+            i: ci.resolve_path(s.concept or s.effective_question) for i, s in enumerate(charter.outputs.sections)
+        }
+    except Exception:  # the index only routes; the store stays authoritative
+        log.exception("concept routing unavailable for %s", charter.id)
+        return None, {}
+    log.info("concept routes of %s: %s", charter.id, routes)
+    return ci, routes
+
+
+def concept_diagram(ci: Any, routes: dict[int, str | None]) -> str:
+    """A Mermaid diagram of the concepts the sections were routed to (with their ancestors)."""
+    used = [n for n in (ci.find(p) for p in routes.values() if p) if n] if ci is not None else []
+    if not used:
+        return ""
+    from concept_index import render_mermaid
+
+    return "\n## Concepts used\n\n```mermaid\n" + render_mermaid(ci, used, highlight=used) + "```\n"
+
+
 def synthesize(
-    charter: Charter, *, out: str | Path | None = None, memory: Memory | None = None
+    charter: Charter,
+    *,
+    out: str | Path | None = None,
+    memory: Memory | None = None,
+    query_generator: QueryGenerator | None = None,
 ) -> SynthesisResult:
     """Answer every output section of ``charter`` from its store; write the Markdown and the JSON beside it.
 
@@ -308,9 +424,18 @@ def synthesize(
     min_score = charter.retrieval.min_score
     if min_score is None:
         min_score = mem.default_min_score
+    ci, routes = concept_routes(charter, mem)
     sections = [
-        synthesize_section(mem, s, k=charter.retrieval.k, min_score=min_score)
-        for s in charter.outputs.sections
+        synthesize_section(
+            mem,
+            s,
+            k=charter.retrieval.k,
+            min_score=min_score,
+            subtree=routes.get(i),
+            retrieval=charter.retrieval,
+            query_generator=query_generator,
+        )
+        for i, s in enumerate(charter.outputs.sections)
     ]
     result = SynthesisResult(
         charter_id=charter.id,
@@ -321,7 +446,7 @@ def synthesize(
         generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         t_synth_s=0.0,
     )
-    result.markdown = render_markdown(charter, result)
+    result.markdown = render_markdown(charter, result) + concept_diagram(ci, routes)
     doc = Path(out) if out is not None else charter.doc_path
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(result.markdown, encoding="utf-8")

@@ -22,8 +22,9 @@ def is_http_url(url: str) -> bool:
 
 
 def canonical_url(url: str) -> str:
-    """``url`` without its fragment, with a lower-case scheme and host, no default port, and "/" for an empty
-    path. Other URLs (not http(s), unparsable) come back unchanged apart from the fragment."""
+    """``url`` without its fragment, with a lower-case scheme and host, no default port, "/" for an
+    empty path and its query parameters sorted. Other URLs (not http(s), unparsable) come back unchanged
+    apart from the fragment."""
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -41,7 +42,14 @@ def canonical_url(url: str) -> str:
     netloc = userinfo + host
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         netloc += f":{port}"
-    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+    return urlunsplit((scheme, netloc, parts.path or "/", _sorted_query(parts.query), ""))
+
+
+def _sorted_query(query: str) -> str:
+    """Query parameters sorted (by name, then value; encoding kept as written), empty ones dropped."""
+    if not query:
+        return ""
+    return "&".join(sorted(p for p in query.split("&") if p))
 
 
 def filter_links(links: Iterable[str], allowed_domains: list[str], *, base: str | None = None) -> list[str]:

@@ -12,6 +12,8 @@
 #   PYTHON          interpreter used to create .venv (default python3; must be >= 3.10)
 #   BRT_BROWSER     a Chromium/Chrome binary to use instead of looking for one
 #   BRT_TORCH_SPEC  the torch requirement installed before everything else (default torch==2.13.0, a CPU wheel)
+#   BRT_DEVTOOLS_MCP_SPEC  the npm package installed into ./node_modules for `brt harvest --via devtools-mcp`
+#                   (default chrome-devtools-mcp@1.11.0; skipped with a note when node/npm are missing)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +22,7 @@ VPY="$VENV/bin/python"
 STAMP="$VENV/.brt-install-stamp"
 TORCH_SPEC="${BRT_TORCH_SPEC:-torch==2.13.0}"
 PIP_FLAGS=(--disable-pip-version-check --progress-bar off)
+DEVTOOLS_MCP_SPEC="${BRT_DEVTOOLS_MCP_SPEC:-chrome-devtools-mcp@1.11.0}"
 
 step() { printf '[dev.sh] %s\n' "$*"; }
 die() { printf '[dev.sh] error: %s\n' "$*" >&2; exit 1; }
@@ -135,11 +138,29 @@ ensure_browser() {
     step "browser: $found"
 }
 
+ensure_devtools_mcp() {
+    # chrome-devtools-mcp (npm) for `brt harvest --via devtools-mcp` and its tests, project-local (node_modules/
+    # is git-ignored). Optional: without node/npm brt works, only that path is unavailable (its tests skip).
+    if [[ -f "$ROOT/node_modules/chrome-devtools-mcp/package.json" ]]; then
+        return
+    fi
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        step "note: node/npm not found; skipping chrome-devtools-mcp (only --via devtools-mcp needs it; install"
+        step "      Node.js >= 20.19 with npm and re-run setup to enable it)"
+        return
+    fi
+    step "installing $DEVTOOLS_MCP_SPEC into node_modules (for brt harvest --via devtools-mcp)"
+    (cd "$ROOT" && npm install --prefix "$ROOT" --no-save --no-package-lock --no-audit --no-fund \
+        --loglevel=error "$DEVTOOLS_MCP_SPEC") \
+        || step "warning: npm install $DEVTOOLS_MCP_SPEC failed; --via devtools-mcp stays unavailable (its tests skip)"
+}
+
 setup() {
     ensure_venv
     ensure_torch
     ensure_package
     ensure_browser
+    ensure_devtools_mcp
     step "setup ok"
 }
 

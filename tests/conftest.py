@@ -10,7 +10,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-pytest_plugins = ["tests.fixtures_site"]
+pytest_plugins = ["tests.fixtures_site", "tests.fixtures_badserver"]
 
 
 @pytest.fixture(scope="session")

@@ -75,7 +75,7 @@ def test_harvest_local_site(local_site, brt_home, embedder):
 
     # non-HTML and HTTP errors
     assert events[u("doc.pdf")]["outcome"] == "skipped"
-    assert events[u("doc.pdf")]["reason"].startswith("unsupported content type")
+    assert events[u("doc.pdf")]["reason"].startswith("unreadable PDF")  # PDFs are read (tests/test_hardening.py)
     assert events[u("picture.png")]["reason"] == "unsupported content type (image/png)"
     assert events[u("missing.html")]["outcome"] == "failed"
     assert events[u("missing.html")]["reason"] == "HTTP 404" and events[u("missing.html")]["status"] == 404
@@ -192,7 +192,7 @@ def test_robots_txt_is_obeyed(local_site, brt_home, embedder):
     seeds = [local_site.url("a.html"), local_site.url("b.html")]
     report = harvest(local_site.charter(seeds=seeds, max_depth=0))
     outcomes = {e["url"]: (e["outcome"], e["reason"]) for e in report.events}
-    assert outcomes[local_site.url("b.html")] == ("skipped", "disallowed by robots.txt")
+    assert outcomes[local_site.url("b.html")] == ("blocked", "blocked by robots.txt")
     assert outcomes[local_site.url("a.html")][0] == "stored"
     assert not local_site.served("127.0.0.1", "/b.html")
 
@@ -200,16 +200,21 @@ def test_robots_txt_is_obeyed(local_site, brt_home, embedder):
     assert harvest(ignoring).counts()["stored"] == 2
 
 
-def test_busy_store_and_unimplemented_modes(local_site, brt_home):
+def test_busy_store_and_bad_modes(local_site, brt_home, tmp_path):
     charter = local_site.charter()
     holder = open_memory(charter)
     with holder.harvest_lock():
         with pytest.raises(HarvestBusy, match="being harvested"):
             harvest(charter, memory=open_memory(charter))
-    with pytest.raises(HarvestError, match="not implemented"):
-        harvest(charter, browser_url="http://127.0.0.1:9222")
-    with pytest.raises(HarvestError, match="not implemented"):
-        harvest(charter, via="devtools-mcp")
+    # --browser-url and --via devtools-mcp work (tests/test_devtools.py); some combinations do not
+    har = tmp_path / "x.har"
+    har.write_text("{}")
+    with pytest.raises(HarvestError, match="cannot be combined"):
+        harvest(charter, browser_url="http://127.0.0.1:9222", replay=har)
+    with pytest.raises(HarvestError, match="cannot be combined"):
+        harvest(charter, via="devtools-mcp", replay=har)
+    with pytest.raises(HarvestError, match="unknown --via"):
+        harvest(charter, via="carrier-pigeon")
 
 
 def test_find_browser(monkeypatch, tmp_path):

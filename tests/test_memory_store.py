@@ -115,14 +115,16 @@ def test_add_search_round_trip(brt_home, embedder):
     assert top.id == ids[0] and top.metadata["url"] == "https://web.dev/cls"
     assert top.metadata["last_updated"] == "2025-09-14" and top.metadata["title"] == "CLS"
     assert top.metadata["charter_id"] == "cwv" and top.metadata["tokens"] > 10
-    assert top.text == CLS and top.matched_via == "vector"
-    assert hits[0].score >= hits[1].score >= hits[2].score
+    assert top.text == CLS and top.matched_via == "vector+bm25"  # default: hybrid, found by both sides
+    vec = mem.search("Best practices to minimise CLS layout shift", k=3, mode="vector", mmr_lambda=None)
+    assert vec[0].score >= vec[1].score >= vec[2].score and {h.matched_via for h in vec} == {"vector"}
     assert top.score > mem.default_min_score == 0.35
     assert mem.search("minimise layout shift", k=5, min_score=0.99) == []
     only = mem.search("layout shift", k=5, only_ids=[hits[-1].id])
     assert [h.id for h in only] == [hits[-1].id]
-    with pytest.raises(NotImplementedError):
-        mem.search("x", subtree="Performance > CWV")
+    # no concept index yet: a subtree search falls back to the whole store and says so
+    routed = mem.search("Best practices to minimise CLS layout shift", k=3, subtree="Performance > CWV")
+    assert [h.id for h in routed] == [h.id for h in hits] and {h.matched_via for h in routed} == {"fallback"}
     assert mem.count_pages() == 3 and mem.count_chunks() == 3
     assert mem.has_page("https://web.dev/lcp") and not mem.has_page("https://web.dev/nope")
     st = mem.stats()

@@ -43,10 +43,28 @@ def test_quote_is_at_most_60_words_with_elision_mark():
     assert quote.endswith("…") and len(quote.rstrip(" …").split()) == MAX_QUOTE_WORDS
 
 
-def test_signature_queries_dedupe():
+def test_signature_queries_base_paraphrase_counterfactual():
     s = Section(title="CLS mitigation", label="CLS", question="How do I minimise layout shift?")
-    assert signature_queries(s) == ["How do I minimise layout shift?", "CLS mitigation", "CLS"]
-    assert signature_queries(Section(title="Tides")) == ["Tides"]
+    assert signature_queries(s) == [
+        "How do I minimise layout shift?",
+        "CLS mitigation: minimise layout shift",
+        "CLS mitigation: minimise layout shift — limitations, failures, drawbacks and criticisms",
+    ]
+    assert signature_queries(Section(title="Tides")) == [
+        "Tides",
+        "Tides — limitations, failures, drawbacks and criticisms",
+    ]
+    # the label joins when it says something new; never more than 4 queries
+    q = signature_queries(Section(title="Layout stability", label="CLS", question="What is a good score?"))
+    assert q[0] == "What is a good score?" and q[1] == "Layout stability CLS: good score" and len(q) == 3
+    # the optional generator (an LLM hook, off by default) adds queries; its failure changes nothing
+    more = signature_queries(s, lambda sec: ["reserve space for images", "x", "y"])
+    assert len(more) == 4 and more[2] == "reserve space for images" and "criticisms" in more[-1]
+
+    def broken(sec):
+        raise RuntimeError("no model")
+
+    assert signature_queries(s, broken) == signature_queries(s)
 
 
 def test_block_and_gap_formats():

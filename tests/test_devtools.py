@@ -1,0 +1,203 @@
+"""Harvests that go through Chrome DevTools: ``--via devtools-mcp`` (brt as an MCP client of the real
+chrome-devtools-mcp npm package, installed by scripts/dev.sh) and ``--browser-url`` (attach over CDP to a
+Chromium the test starts with --remote-debugging-port), both against the local fixture site."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator.browser import LAUNCH_ARGS, find_browser
+from orchestrator.config import open_memory
+from orchestrator.devtools_mcp import DevtoolsMcpNotFound, allowed_url_patterns, find_devtools_mcp
+from orchestrator.errors import BrowserNotFound
+from orchestrator.harvest import harvest
+from tests.fixtures_site import page
+
+
+def _devtools_mcp_or_skip() -> None:
+    try:
+        command = find_devtools_mcp()
+    except DevtoolsMcpNotFound as exc:
+        pytest.skip(f"chrome-devtools-mcp is not installed (bash scripts/dev.sh setup installs it): {exc}")
+    if "--no-install" in command:
+        pytest.skip("chrome-devtools-mcp is not in node_modules (bash scripts/dev.sh setup installs it)")
+
+
+def outcomes(report) -> dict[str, tuple[str, str | None]]:
+    return {e["url"]: (e["outcome"], e["reason"]) for e in report.events}
+
+
+def test_allowed_url_patterns():
+    assert allowed_url_patterns(["127.0.0.1", "web.dev"]) == [
+        "http://127.0.0.1:*/*",
+        "https://127.0.0.1:*/*",
+        "http://web.dev:*/*",
+        "http://*.web.dev:*/*",
+        "https://web.dev:*/*",
+        "https://*.web.dev:*/*",
+    ]
+
+
+def test_missing_package_or_node_is_a_clear_error(monkeypatch, tmp_path, local_site, brt_home):
+    monkeypatch.setenv("BRT_DEVTOOLS_MCP", str(tmp_path / "missing" / "chrome-devtools-mcp.js"))
+    with pytest.raises(DevtoolsMcpNotFound) as info:
+        find_devtools_mcp()
+    assert "npm install" in str(info.value) and "chrome-devtools-mcp" in str(info.value)
+    with pytest.raises(DevtoolsMcpNotFound, match="npm install"):
+        harvest(local_site.charter(charter_id="site_nomcp"), via="devtools-mcp")
+    assert not local_site.requests  # nothing was fetched
+    monkeypatch.delenv("BRT_DEVTOOLS_MCP")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no node, no npx
+    with pytest.raises(DevtoolsMcpNotFound) as info:
+        find_devtools_mcp()
+    assert "Node.js" in str(info.value) and "npm install" in str(info.value)
+
+
+def test_via_devtools_mcp_stores_what_playwright_stores(local_site, brt_home, embedder):
+    _devtools_mcp_or_skip()
+    via_mcp = harvest(local_site.charter(charter_id="site_devtools"), via="devtools-mcp")
+    # Not one request reached the disallowed host (the redirect target, the tracker image): the allowlist is
+    # enforced inside chrome-devtools-mcp's browser too (--allowedUrlPattern), not only on the final URL.
+    assert not local_site.served("localhost", "/away.html")
+    assert not local_site.served("localhost", "/tracker.png")
+    plain = harvest(local_site.charter(charter_id="site_playwright"))
+
+    got, want = outcomes(via_mcp), outcomes(plain)
+    u = local_site.url
+    for name in ("index.html", "a.html", "b.html", "js.html", "external.html"):
+        assert got[u(name)][0] == "stored", got[u(name)]
+    assert got[u("redirect-away")][0] == "blocked"
+    assert "allowed_domains" in got[u("redirect-away")][1]
+    assert got[u("missing.html")] == ("failed", "HTTP 404")
+    assert got[u("picture.png")][0] == "skipped"
+    # The same outcome for every HTML page as the Playwright path (PDFs: only Playwright extracts them).
+    html_urls = {url for url in want if not url.endswith(".pdf")}
+    assert {url: got[url][0] for url in html_urls} == {url: want[url][0] for url in html_urls}
+
+    mem_mcp = open_memory(local_site.charter(charter_id="site_devtools"), create=False)
+    mem_pw = open_memory(local_site.charter(charter_id="site_playwright"), create=False)
+    pages_mcp = {p.url: p for p in mem_mcp.pages()}
+    pages_pw = {p.url: p for p in mem_pw.pages() if not p.url.endswith(".pdf")}
+    assert set(pages_mcp) == set(pages_pw)
+    for url, p in pages_pw.items():  # the same extraction of the same rendered DOM
+        assert pages_mcp[url].text == p.text, url
+        assert pages_mcp[url].title == p.title
+    assert "coloured lamps" in pages_mcp[u("js.html")].text  # script-rendered text is there
+    assert via_mcp.har_path is None
+    assert mem_mcp.search("lamp converted to electricity", k=1)[0].metadata["url"] == u("a.html")
+
+    again = harvest(local_site.charter(charter_id="site_devtools"), via="devtools-mcp")
+    assert again.counts()["stored"] == 0 and again.counts()["skipped"] >= 5
+
+
+def test_via_devtools_mcp_last_modified_header(local_site, brt_home, embedder):
+    _devtools_mcp_or_skip()
+    charter = local_site.charter(charter_id="site_dated", seeds=[local_site.url("dated.html")], max_depth=0)
+    report = harvest(charter, via="devtools-mcp")
+    assert report.counts()["stored"] == 1
+    stored = open_memory(charter, create=False).page(local_site.url("dated.html"))
+    assert stored.last_updated == "2024-10-02" and stored.last_updated_source == "http-last-modified"
+
+
+@pytest.fixture
+def debug_chromium(tmp_path):
+    """A headless Chromium with --remote-debugging-port=0; yields (endpoint URL, process)."""
+    try:
+        executable = find_browser()
+    except BrowserNotFound as exc:
+        pytest.skip(str(exc))
+    user_data = tmp_path / "chrome-profile"
+    proc = subprocess.Popen(
+        [
+            executable,
+            "--headless",
+            "--remote-debugging-port=0",
+            "--remote-debugging-address=127.0.0.1",
+            f"--user-data-dir={user_data}",
+            *LAUNCH_ARGS,
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    port_file = user_data / "DevToolsActivePort"
+    deadline = time.monotonic() + 30
+    port = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        if port_file.is_file():
+            lines = port_file.read_text().split()
+            if lines:
+                port = lines[0]
+                break
+        time.sleep(0.1)
+    if port is None:
+        proc.kill()
+        pytest.fail(f"{executable} did not open a DevTools port (exit code {proc.poll()})")
+    try:
+        yield f"http://127.0.0.1:{port}", proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(user_data, ignore_errors=True)
+
+
+def _user_cookie(endpoint: str, site_base: str, *, add: bool) -> list[dict]:
+    """Add (or read) a cookie in the running browser's own default context, as the user's session would."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.connect_over_cdp(endpoint)
+        context = browser.contexts[0]
+        if add:
+            context.add_cookies([{"name": "session", "value": "user-secret-cookie", "url": site_base}])
+        cookies = context.cookies(site_base)
+        browser.close()  # disconnects; the browser keeps running
+    return cookies
+
+
+def test_browser_url_attaches_in_a_fresh_context(local_site, brt_home, embedder, debug_chromium):
+    endpoint, proc = debug_chromium
+    local_site.write(
+        "cookie.html",
+        page(
+            "Cookie check",
+            "This page reports which cookies the visiting browser sent along with its request for the page.",
+            body_extra=(
+                "<script>document.addEventListener('DOMContentLoaded', function () {"
+                " var p = document.createElement('p');"
+                " p.textContent = 'The cookie jar of this visit holds: ' + (document.cookie || 'nothing') + '.';"
+                " document.querySelector('article').appendChild(p); });</script>"
+            ),
+        ),
+    )
+    assert _user_cookie(endpoint, local_site.base, add=True)
+    charter = local_site.charter(
+        charter_id="site_attached",
+        seeds=[local_site.url("cookie.html"), local_site.url("index.html"), local_site.url("redirect-away")],
+        max_depth=0,
+    )
+    report = harvest(charter, browser_url=endpoint)
+    got = outcomes(report)
+    assert got[local_site.url("cookie.html")][0] == "stored"
+    assert got[local_site.url("index.html")][0] == "stored"
+    assert got[local_site.url("redirect-away")][0] == "blocked"
+    text = open_memory(charter, create=False).page(local_site.url("cookie.html")).text
+    assert "holds: nothing" in text and "user-secret-cookie" not in text
+    assert report.har_path is not None and Path(report.har_path).is_file()  # recorded as on the launch path
+    # The user's browser is still running, its own state untouched.
+    assert proc.poll() is None
+    assert any(c["value"] == "user-secret-cookie" for c in _user_cookie(endpoint, local_site.base, add=False))
+
+
+def test_browser_url_unreachable_is_a_clear_error(local_site, brt_home):
+    with pytest.raises(BrowserNotFound) as info:
+        harvest(local_site.charter(charter_id="site_nobrowser"), browser_url="http://127.0.0.1:9")
+    assert "--remote-debugging-port" in str(info.value)

@@ -1,0 +1,415 @@
+"""Harvest hardening (issue 6): each numbered behaviour with its figure, against the local misbehaving server
+of tests/fixtures_badserver.py. Traffic goes to 127.0.0.1 only: made-up names (evil.test, ...) reach it
+through Chromium's --host-resolver-rules, and the address classifier is tested as a pure unit."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator.charter import host_allowed, parse_charter
+from orchestrator.config import open_memory
+from orchestrator.hardening import format_summary, summarize
+from orchestrator.harvest import harvest
+from orchestrator.netguard import NetGuard, classify_ip, parse_resolver_rules
+from orchestrator.politeness import MAX_BACKOFF_S, Politeness, RobotsRules, backoff_delay, parse_retry_after
+from orchestrator.urls import canonical_url, filter_links
+
+needs_chromium = pytest.mark.skipif(
+    shutil.which("chromium") is None and not os.environ.get("BRT_BROWSER"), reason="needs Chromium"
+)
+
+
+def _charter(srv, *, allowed=("127.0.0.1", "test"), seeds=None, charter_id="hardening", **harvest_opts):
+    settings = {"max_pages": 60, "max_depth": 1, "concurrency": 4, "timeout_s": 5}
+    settings.update(harvest_opts)
+    return parse_charter(
+        {
+            "id": charter_id,
+            "title": "Misbehaving site",
+            "allowed_domains": list(allowed),
+            "seeds": seeds or [srv.url("index.html")],
+            "harvest": settings,
+        }
+    )
+
+
+# -- pure units (no traffic) ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("address", "kind"),
+    [
+        ("127.0.0.1", "loopback"),
+        ("127.8.9.10", "loopback"),
+        ("::1", "loopback"),
+        ("10.0.0.5", "private"),
+        ("172.16.3.4", "private"),
+        ("172.31.255.255", "private"),
+        ("192.168.1.1", "private"),
+        ("fc00::1", "private"),
+        ("fd12:3456::1", "private"),
+        ("169.254.169.254", "link-local"),  # cloud metadata
+        ("fe80::1", "link-local"),
+        ("0.0.0.0", "unspecified"),
+        ("::", "unspecified"),
+        ("100.64.0.1", "shared"),
+        ("224.0.0.1", "multicast"),
+        ("::ffff:127.0.0.1", "loopback"),  # IPv4-mapped
+        ("::ffff:169.254.169.254", "link-local"),
+        ("8.8.8.8", None),
+        ("93.184.216.34", None),
+        ("2606:4700::1111", None),
+        ("172.32.0.1", None),
+    ],
+)
+def test_address_classifier(address, kind):
+    assert classify_ip(address) == kind
+
+
+def test_guard_exact_allowlist_exception_and_cached_dns():
+    import asyncio
+
+    async def run():
+        guard = NetGuard(
+            ["test", "intranet.test", "10.1.2.3"], resolver_rules="MAP evil.test 127.0.0.1, MAP intranet.test 10.0.0.8"
+        )
+        evil = await guard.check("http://evil.test:8080/x")  # allowed by suffix only: refused
+        intranet = await guard.check("http://intranet.test/x")  # exact host on the allowlist
+        literal = await guard.check("http://10.1.2.3/")
+        metadata = await guard.check("http://169.254.169.254/latest/meta-data/")
+        again = await guard.check("http://evil.test/other")
+        return evil, intranet, literal, metadata, again, guard
+
+    evil, intranet, literal, metadata, again, guard = asyncio.run(run())
+    assert evil is not None and evil.startswith("internal address (loopback 127.0.0.1)")
+    assert again == evil and guard.lookups == 0  # mapped names never hit the OS resolver; answers cached
+    assert intranet is None and literal is None
+    assert metadata is not None and "link-local 169.254.169.254" in metadata
+    assert parse_resolver_rules("MAP a.test 127.0.0.1, EXCLUDE x") == {"a.test": "127.0.0.1"}
+
+
+def test_allowlist_semantics_and_schemes():
+    allowed = ["example.com"]
+    assert host_allowed("example.com", allowed) and host_allowed("a.b.example.com", allowed)
+    assert not host_allowed("notexample.com", allowed)
+    assert not host_allowed("example.com.evil.net", allowed)
+    links = [
+        "https://a.b.example.com/x",
+        "https://notexample.com/",
+        "https://example.com.evil.net/",
+        "file:///etc/passwd",
+        "data:text/html,hi",
+        "ftp://example.com/f",
+        "javascript:alert(1)",
+    ]
+    assert filter_links(links, allowed) == ["https://a.b.example.com/x"]
+
+
+def test_canonical_url():
+    assert canonical_url("HTTP://Example.COM:80/p?b=2&a=1#frag") == "http://example.com/p?a=1&b=2"
+    assert canonical_url("https://example.com:443") == "https://example.com/"
+    assert canonical_url("https://example.com:8443/p?a=1&b=2") == "https://example.com:8443/p?a=1&b=2"
+    same = {canonical_url(u) for u in ("http://h/p?b=2&a=1", "http://h/p?a=1&b=2#x", "HTTP://H:80/p?a=1&b=2")}
+    assert len(same) == 1
+
+
+def test_backoff_and_retry_after():
+    assert parse_retry_after("7") == 7.0
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past
+    assert parse_retry_after("soon") is None
+    assert backoff_delay(1) == 0.5 and backoff_delay(2) == 1.0 and backoff_delay(3) == 2.0
+    assert backoff_delay(1, retry_after=3600) == MAX_BACKOFF_S == 60.0
+    assert backoff_delay(1, retry_after=5) == 5.0
+
+    import asyncio
+
+    async def run():
+        polite = Politeness(per_domain=2, min_delay_s=0.1)
+        delays = [polite.observe("h", 503), polite.observe("h", 429), polite.observe("h", 503, 2.0)]
+        delays.append(polite.observe("h", 503))
+        delays += [polite.observe("h", 429) for _ in range(10)]
+        after_ok = polite.observe("h", 200)
+        return delays, after_ok
+
+    delays, after_ok = asyncio.run(run())
+    assert all(b >= a for a, b in zip(delays, delays[1:], strict=False))  # never shrinks while errors continue
+    assert delays[2] >= 2.0 and max(delays) == MAX_BACKOFF_S
+    assert after_ok == 0.1  # a good response resets to the minimum delay
+
+
+def test_robots_rules_protego():
+    rules = RobotsRules("User-agent: *\nDisallow: /private/\nCrawl-delay: 1.5\n")
+    assert not rules.allowed("http://h/private/x") and rules.allowed("http://h/public")
+    assert rules.crawl_delay() == 1.5
+    assert RobotsRules(None).allowed("http://h/private/x")
+
+
+def test_summary_table():
+    events = [
+        {"outcome": "stored", "attempts": [{}, {}, {}], "bytes": 1500},
+        {"outcome": "failed", "reason": "HTTP 503", "attempts": [{}, {}, {}]},
+        {"outcome": "blocked", "reason": "blocked by robots.txt", "attempts": [{}]},
+        {"outcome": "skipped", "reason": "too large (99999999 bytes, cap 20000000)", "attempts": [{}]},
+    ]
+    s = summarize(events, 3.25)
+    assert s["stored"] == 1 and s["failed"] == {"HTTP 503": 1} and s["blocked"] == {"blocked by robots.txt": 1}
+    assert s["skipped"] == {"too large": 1} and s["retried_urls"] == 2 and s["retries"] == 4
+    table = format_summary(s)
+    assert "retried" in table and "2 URLs, 4 retries" in table and "1.5 KB" in table and "3.2s" in table
+
+
+# -- end to end ----------------------------------------------------------------------------------------------
+
+
+@needs_chromium
+def test_misbehaving_site(badserver, brt_home, embedder):
+    """Items 1, 2, 3, 5, 6, 11, 13, 14 in one harvest of the misbehaving server."""
+    srv = badserver
+    charter = _charter(srv)
+    mem = open_memory(charter)
+
+    # (11) a second writer (like the MCP add_page) on the same store while the harvest runs
+    other = open_memory(charter)
+    added: list[str] = []
+
+    def second_writer() -> None:
+        time.sleep(1.0)
+        for i in range(4):
+            other.add(f"https://notes.test/n{i}", f"Note {i}: the harbour master logged visitor number {i * 13}.")
+            added.append(f"https://notes.test/n{i}")
+
+    t = threading.Thread(target=second_writer)
+    t.start()
+    report = harvest(charter, memory=mem)
+    t.join()
+    ev = {e["url"]: e for e in report.events}
+    u = srv.url
+
+    # (1) allowlist and schemes: 0 requests to non-allowed names; non-http links never attempted
+    assert srv.hosts() == {"127.0.0.1"}
+    assert not any(url.startswith(("file:", "data:", "ftp:", "javascript:")) for url in ev)
+    assert not any("evil.net" in url or "nottest" in url for url in ev)
+    for name in ("redirect-file", "redirect-data", "redirect-ftp", "redirect-js"):
+        assert ev[u(name)]["outcome"] in ("blocked", "failed"), ev[u(name)]
+        assert srv.hits("/" + name) == 1
+    assert not any(p.url.startswith(("file:", "data:", "ftp:")) for p in mem.pages())
+
+    # (2) SSRF: evil.test is on the allowlist by suffix but resolves to loopback: refused, 0 requests
+    evil = ev[f"http://evil.test:{srv.port}/secret.html"]
+    assert evil["outcome"] == "blocked" and evil["reason"].startswith("internal address (loopback 127.0.0.1)")
+    assert ev[u("redirect-evil")]["outcome"] == "blocked"
+    assert "internal address" in ev[u("redirect-evil")]["reason"]
+    assert f"http://evil.test:{srv.port}/pixel.png" in report.blocked_requests  # subresource, every request
+    assert srv.hits("/secret.html") == 0 and srv.hits("/pixel.png") == 0
+
+    # (3) robots.txt: blocked event, 0 page requests
+    private = ev[u("private/secret.html")]
+    assert (private["outcome"], private["reason"]) == ("blocked", "blocked by robots.txt")
+    assert srv.hits("/private/secret.html") == 0
+
+    # (5) retries: retryable statuses and network errors at most twice more; 403/404 never
+    flaky = ev[u("flaky500")]
+    assert flaky["outcome"] == "stored" and [a["status"] for a in flaky["attempts"]] == [500, 500, 200]
+    assert srv.hits("/flaky500") == 3
+    busy = ev[u("always503")]
+    assert busy["outcome"] == "failed" and len(busy["attempts"]) == 3 and srv.hits("/always503") == 3
+    assert all(a["retry_in_s"] >= 1.0 for a in busy["attempts"][:2])  # Retry-After: 1 honoured
+    reset = ev[u("reset")]
+    assert reset["outcome"] == "failed" and len(reset["attempts"]) == 3 and srv.hits("/reset") == 3
+    for name, status in (("e404", 404), ("e403", 403)):
+        assert ev[u(name)]["status"] == status and len(ev[u(name)]["attempts"]) == 1 and srv.hits("/" + name) == 1
+
+    # (6) three spellings of one canonical URL: one event, one request
+    canonical = u("p.html?a=1&b=2")
+    assert [url for url in ev if "/p.html" in url] == [canonical]
+    assert srv.hits("/p.html") == 1 and srv.hits("/p.html?a=1&b=2") == 1
+
+    # (13) the PDF is read: one page record, per-page selectors, date from its metadata; zip skipped
+    pdf = mem.page(u("doc.pdf"))
+    assert ev[u("doc.pdf")]["outcome"] == "stored" and pdf is not None
+    assert pdf.content_type == "application/pdf" and pdf.last_updated == "2024-03-15"
+    assert pdf.title == "Harbour report"
+    selectors = {c["selector"] for c in mem.chunks(include_vectors=False) if c["url"] == u("doc.pdf")}
+    assert {"pdf#page=1", "pdf#page=2"} <= selectors, selectors
+    chunks = list(mem.chunks(include_vectors=False))
+    assert {c["selector"] for c in chunks if "Breakwater block 0 " in c["text"]} == {"pdf#page=1"}
+    assert {c["selector"] for c in chunks if "Dredger shift 17 " in c["text"]} == {"pdf#page=2"}
+    assert ev[u("bin.zip")]["reason"] == "unsupported content type (application/zip)"
+
+    # (14) summary table and journal written as events happen
+    s = report.summary_table
+    assert s["stored"] == report.counts()["stored"] == report.pages_stored
+    assert s["failed"].get("HTTP 503") == 1 and s["blocked"].get("blocked by robots.txt") == 1
+    assert s["retried_urls"] == 3 and s["retries"] == 6 and s["bytes"] > 0
+    journal = [e for e in mem.events() if e.get("type") == "harvest_event"]
+    assert [e["url"] for e in journal] == [e["url"] for e in report.events]
+    assert any(e.get("type") == "harvest_summary" for e in mem.events())
+
+    # (11) the other writer's rows are all there
+    assert len(added) == 4
+    urls = {p.url for p in mem.pages()}
+    assert set(added) <= urls and mem.count_pages() == report.pages_stored + 4
+
+    from orchestrator.storecheck import check_store
+
+    result = check_store(mem)
+    assert result.ok, result.problems
+
+
+@needs_chromium
+def test_exact_allowlisted_internal_host_is_fetched(badserver, brt_home, embedder):
+    srv = badserver
+    charter = _charter(
+        srv,
+        allowed=("evil.test",),
+        seeds=[srv.url("p.html", host="evil.test")],
+        max_depth=0,
+        charter_id="local_on_purpose",
+    )
+    report = harvest(charter)
+    assert report.counts()["stored"] == 1, report.events
+    assert srv.hits("/p.html", host_prefix="evil.test") == 1
+
+
+@needs_chromium
+def test_crawl_delay_and_per_domain_cap(badserver, brt_home, embedder):
+    srv = badserver
+    # (3) Crawl-delay: 1 spaces the requests to the host by a second
+    srv.robots = "User-agent: *\nCrawl-delay: 1\n"
+    seeds = [srv.url(f"page/{n}.html") for n in (1, 2, 3)]
+    report = harvest(_charter(srv, seeds=seeds, max_depth=0, charter_id="crawl_delay"))
+    assert report.counts()["stored"] == 3
+    starts = sorted(e["attempts"][0]["at"] for e in report.events)  # when each request was let go
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert len(starts) == 3 and min(gaps) >= 0.99, gaps
+    arrivals = sorted(t for t, _h, p in srv.log if p.startswith("/page/"))
+    assert len(arrivals) == 3 and arrivals[-1] - arrivals[0] >= 1.5  # as the server saw them (with jitter)
+
+    # (4) per-domain cap: 6 tabs, but at most 2 requests at a time on one host
+    srv.robots = None
+    srv.page_delay_s = 0.4
+    seeds = [srv.url(f"page/{n}.html") for n in range(10, 18)]
+    report = harvest(_charter(srv, seeds=seeds, max_depth=0, concurrency=6, charter_id="cap"))
+    assert report.counts()["stored"] == 8
+    assert 1 <= srv.peak_inflight <= 2
+
+
+def _write_charter(path: Path, srv, charter_id: str, **harvest_opts) -> Path:
+    settings = {"max_pages": 500, "max_depth": 4, "concurrency": 2, "timeout_s": 5}
+    settings.update(harvest_opts)
+    doc = {
+        "id": charter_id,
+        "title": "Resume test",
+        "allowed_domains": ["127.0.0.1"],
+        "seeds": [srv.url("page/0.html")],
+        "harvest": settings,
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _brt(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+@needs_chromium
+def test_resume_after_kill_9_and_status_check(badserver, brt_home, tmp_path):
+    """(10) kill -9 mid-harvest, run again: nothing stored is fetched again, 0 duplicate chunks, 0 pages
+    lost, the BFS continues from the stored pages' links; `brt status --check` verifies the store."""
+    srv = badserver
+    srv.pages, srv.fanout, srv.page_delay_s = 40, 3, 0.15
+    charter_file = _write_charter(tmp_path / "resume.json", srv, "resume")
+    env = dict(os.environ, BRT_HOME=str(brt_home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "harvest", str(charter_file)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    journal = brt_home / "memory" / "resume" / "events.jsonl"
+    deadline = time.monotonic() + 240
+    stored_before = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        if journal.exists():
+            stored_before = journal.read_text().count('"outcome": "stored"')
+            if stored_before >= 8:
+                break
+        time.sleep(0.1)
+    assert proc.poll() is None, "the harvest ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)  # kill -9 of brt itself
+    proc.wait()
+    try:  # then whatever it started (its browser and driver), by the process group this test created
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+    from memory_store import Memory
+
+    mem = Memory("resume", basepath=brt_home / "memory")
+    pages_after_kill = {p.url for p in mem.pages()}
+    assert len(pages_after_kill) >= 8
+    hits_before = {p: srv.hits(p) for p in (f"/page/{n}.html" for n in range(40))}
+
+    done = _brt("harvest", str(charter_file), env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    mem = Memory("resume", basepath=brt_home / "memory")
+    pages = {p.url for p in mem.pages()}
+    assert pages_after_kill <= pages  # 0 stored pages lost
+    assert pages == {srv.url(f"page/{n}.html") for n in range(40)}  # the BFS continued past stored pages
+    for url in pages_after_kill:  # stored pages were not fetched again
+        path = "/" + url.split("/", 3)[3]
+        assert srv.hits(path) == hits_before[path], path
+    ids = [c["id"] for c in mem.chunks(include_vectors=False)]
+    assert len(ids) == len(set(ids))  # 0 duplicate chunks
+    assert "stored" in done.stdout and "retried" in done.stdout  # the summary table
+
+    check = _brt("status", str(charter_file), "--check", env=env)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "check:    ok" in check.stdout and "retried" in check.stdout
+
+    # a broken store is reported (exit 1): a page listing a chunk that is not there
+    from orchestrator.storecheck import check_store
+
+    store = mem._store
+    victim = next(iter(mem.pages()))
+    with mem.write_lock():
+        store.delete("chunks", "id", victim.chunk_ids[:1])
+    result = check_store(mem)
+    assert not result.ok and any("missing" in p for p in result.problems)
+
+
+@needs_chromium
+def test_bounded_disk_after_ten_reharvests(badserver, brt_home, embedder):
+    """(12) 10 re-harvests (refresh) of one charter stay within 2x the size of the first harvest."""
+    srv = badserver
+    srv.pages, srv.fanout = 6, 2
+    charter = _charter(
+        srv, allowed=("127.0.0.1",), seeds=[srv.url("page/0.html")], max_depth=3, charter_id="disk", timeout_s=5
+    )
+    mem = open_memory(charter)
+    harvest(charter, memory=mem)
+
+    def lance_bytes() -> int:
+        root = mem.path / "lance"
+        return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+
+    fresh = lance_bytes()
+    for _ in range(10):
+        harvest(charter, memory=mem, refresh=True)
+    after = lance_bytes()
+    print(f"bounded disk: fresh {fresh} B, after 10 re-harvests {after} B ({after / fresh:.2f}x)")
+    assert mem.count_pages() == 6
+    assert after <= 2 * fresh, (fresh, after)
