@@ -153,6 +153,9 @@ class LanceStore:
             try:
                 table = self._connect().open_table(name)
             except Exception as exc:
+                versions = self.path / "lance" / f"{name}.lance" / "_versions"
+                if not create and not any(versions.glob("*")):
+                    return None  # another writer is creating the table right now: nothing committed yet
                 raise StoreCorrupt(f"cannot open table {name!r} in {self.path}: {exc}") from exc
         self._tables[name] = table
         return table

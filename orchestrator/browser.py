@@ -288,7 +288,20 @@ async def _allowlist_route(session: BrowserSession, allowed_domains: list[str], 
             page=_page_of(request),
         )
     )
+    if navigation and _leaves_loaded_page(request, allowed_domains):
+        # A script of an allowed, loaded page tries to navigate away (consent walls, ad-block probes). A 204
+        # answer cancels the navigation and leaves the loaded document in place; nothing is sent anywhere.
+        await route.fulfill(status=204, body="")
+        return
     await route.abort("blockedbyclient")
+
+
+def _leaves_loaded_page(request: Any, allowed_domains: list[str]) -> bool:
+    try:
+        frame = request.frame
+        return frame.parent_frame is None and url_allowed(frame.url, allowed_domains)
+    except Exception:  # noqa: BLE001 - a request of a frame that is gone
+        return False
 
 
 def _har_redirects(har: Path) -> dict[str, str]:

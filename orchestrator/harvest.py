@@ -25,7 +25,7 @@ from urllib.robotparser import RobotFileParser
 from . import hardening as _hard
 from .browser import BrowserSession, har_path_for, open_browser
 from .errors import HarvestBusy, HarvestError
-from .extract import ExtractedPage, extract_page
+from .extract import ExtractedPage, extract_page, select_region
 from .progress import NullProgress, ProgressSink
 from .urls import canonical_url, filter_links
 
@@ -360,8 +360,9 @@ class _Harvest:
     def _new_urls(self, urls: Iterable[str]) -> list[str]:
         out = []
         for url in filter_links(urls, self.charter.allowed_domains):
-            if url not in self.seen:
-                self.seen.add(url)
+            key = canonical_url(url)  # fetched as written, de-duplicated by the canonical form
+            if key not in self.seen:
+                self.seen.add(key)
                 out.append(url)
         return out
 
@@ -407,6 +408,16 @@ class _Harvest:
                 self.progress.advance("fetch")
                 _hard.journal(self, event)
         return links
+
+    async def _snapshot(self, page: Page, deadline: float) -> tuple[str, str] | None:
+        """(url, rendered HTML) of the tab right after its load event, or None when it cannot be read."""
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            html = await asyncio.wait_for(page.content(), timeout=max(0.5, deadline - time.monotonic()))
+        except (PlaywrightError, asyncio.TimeoutError):
+            return None
+        return page.url, html
 
     async def _replace_page(self, page: Page) -> Page:
         from playwright.async_api import Error as PlaywrightError
@@ -456,7 +467,9 @@ class _Harvest:
                 return await _hard.fetch_pdf(self, event, deadline, t0)
             return [], False
 
+        load_snapshot: tuple[str, str] | None = None
         if not load_timed_out:
+            load_snapshot = await self._snapshot(page, deadline)
             remaining = deadline - time.monotonic()
             if remaining > 0.05:
                 try:
@@ -467,6 +480,13 @@ class _Harvest:
                     logger.debug("networkidle wait on %s: %s", url, exc)
 
         final_url = page.url
+        snapshot_html: str | None = None
+        if load_snapshot is not None and final_url != load_snapshot[0] and self.charter.allows(load_snapshot[0]):
+            if not self.charter.allows(final_url) or not final_url.startswith(("http://", "https://")):
+                # A script navigated the tab after the load event (consent walls, ad-block probes) to a place
+                # that was refused or failed: keep the page as it was loaded from the allowed URL.
+                logger.info("%s navigated to %s after loading; keeping the page as loaded", url, final_url)
+                final_url, snapshot_html = load_snapshot
         event.final_url = final_url
         status = response.status if response is not None else None
         headers: dict[str, str] = {}
@@ -498,10 +518,15 @@ class _Harvest:
         self.seen.add(canonical_final)
 
         try:
-            html = await asyncio.wait_for(page.content(), timeout=max(1.0, deadline - time.monotonic() + 2))
-            links = await self._links(page)
             selector = self.charter.selector_for(urlsplit(final_url).hostname)
-            region_html = await self._region(page, selector) if selector else None
+            if snapshot_html is not None:
+                html = snapshot_html
+                links = _links_in(html, final_url)
+                region_html = select_region(html, selector) if selector else None
+            else:
+                html = await asyncio.wait_for(page.content(), timeout=max(1.0, deadline - time.monotonic() + 2))
+                links = await self._links(page)
+                region_html = await self._region(page, selector) if selector else None
         except (PlaywrightError, asyncio.TimeoutError) as exc:
             event.timings.fetch_s = time.monotonic() - t0
             self._finish(event, "failed", f"cannot read the rendered page: {_first_line(exc)}")
@@ -711,6 +736,18 @@ class _Harvest:
             except Exception:
                 logger.exception("cannot record harvest events for %s", self.charter.id)
         _hard.finish_report(self)
+
+
+def _links_in(html: str, base_url: str) -> list[str]:
+    """The href of every <a> in ``html``, absolute against ``base_url``."""
+    import lxml.html
+
+    try:
+        doc = lxml.html.fromstring(html, base_url=base_url)
+    except (ValueError, lxml.etree.ParserError):
+        return []
+    doc.make_links_absolute(base_url, resolve_base_href=True, handle_failures="discard")
+    return [href for href in doc.xpath("//a/@href") if isinstance(href, str)]
 
 
 def _content_type(headers: dict[str, str]) -> str | None:

@@ -23,8 +23,18 @@ def is_http_url(url: str) -> bool:
 
 def canonical_url(url: str) -> str:
     """``url`` without its fragment, with a lower-case scheme and host, no default port, "/" for an
-    empty path and its query parameters sorted. Other URLs (not http(s), unparsable) come back unchanged
-    apart from the fragment."""
+    empty path and its query parameters sorted: the key that decides whether two URLs are the same page.
+    Other URLs (not http(s), unparsable) come back unchanged apart from the fragment."""
+    return _normalise(url, sort_query=True)
+
+
+def request_url(url: str) -> str:
+    """The URL to fetch: like :func:`canonical_url` but with the query kept as written, since a server may
+    treat reordered parameters as a different resource (and a replay HAR holds the URL as written)."""
+    return _normalise(url, sort_query=False)
+
+
+def _normalise(url: str, *, sort_query: bool) -> str:
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -42,7 +52,8 @@ def canonical_url(url: str) -> str:
     netloc = userinfo + host
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         netloc += f":{port}"
-    return urlunsplit((scheme, netloc, parts.path or "/", _sorted_query(parts.query), ""))
+    query = _sorted_query(parts.query) if sort_query else parts.query
+    return urlunsplit((scheme, netloc, parts.path or "/", query, ""))
 
 
 def _sorted_query(query: str) -> str:
@@ -53,7 +64,8 @@ def _sorted_query(query: str) -> str:
 
 
 def filter_links(links: Iterable[str], allowed_domains: list[str], *, base: str | None = None) -> list[str]:
-    """Canonical http(s) links on the allowlist, de-duplicated, in first-seen order.
+    """http(s) links on the allowlist as :func:`request_url` forms, de-duplicated by :func:`canonical_url`,
+    in first-seen order.
 
     Relative links are resolved against ``base`` when given."""
     seen: set[str] = set()
@@ -64,9 +76,9 @@ def filter_links(links: Iterable[str], allowed_domains: list[str], *, base: str 
         absolute = urljoin(base, link) if base else link
         if not is_http_url(absolute):
             continue
-        url = canonical_url(absolute)
-        if url in seen or not url_allowed(url, allowed_domains):
+        key = canonical_url(absolute)
+        if key in seen or not url_allowed(key, allowed_domains):
             continue
-        seen.add(url)
-        out.append(url)
+        seen.add(key)
+        out.append(request_url(absolute))
     return out

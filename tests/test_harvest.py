@@ -13,6 +13,7 @@ from orchestrator.browser import find_browser
 from orchestrator.config import open_memory
 from orchestrator.errors import BrowserNotFound, HarvestBusy, HarvestError
 from orchestrator.harvest import HarvestReport, harvest
+from tests.fixtures_site import page
 
 pytestmark = pytest.mark.skipif(
     shutil.which("chromium") is None and not os.environ.get("BRT_BROWSER"), reason="needs Chromium"
@@ -228,3 +229,30 @@ def test_find_browser(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(BrowserNotFound, match="apt-get install chromium"):
         find_browser()
+
+
+def test_script_navigation_after_load_keeps_the_page_as_loaded(local_site, brt_home, embedder):
+    """Consent walls and ad-block probes send the tab elsewhere after the load event; a refused navigation
+    must not throw away the allowed page that had loaded (and the refused host gets no request)."""
+    local_site.write(
+        "late-nav.html",
+        page(
+            "Pilot boats",
+            "The pilot boat meets every ship at the outer buoy and guides it through the narrow channel.",
+            links=("b.html",),
+            body_extra=(
+                "<script>window.addEventListener('load', function () { setTimeout(function () {"
+                f" location.href = '{local_site.offsite_url('away.html')}'; }}, 50); }});</script>"
+            ),
+        ),
+    )
+    charter = local_site.charter(seeds=[local_site.url("late-nav.html")], max_depth=1, charter_id="late_nav")
+    report = harvest(charter)
+    first = report.events[0]
+    assert first["outcome"] == "stored", (first["reason"], first["final_url"])
+    assert first["final_url"] == local_site.url("late-nav.html")
+    mem = open_memory(charter, create=False)
+    stored = mem.page(local_site.url("late-nav.html"))
+    assert stored is not None and "outer buoy" in stored.text
+    assert mem.has_page(local_site.url("b.html"))  # links of the page as loaded are still followed
+    assert not local_site.served("localhost", "/away.html")
