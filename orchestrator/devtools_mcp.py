@@ -32,18 +32,16 @@ from urllib.robotparser import RobotFileParser
 from .browser import LAUNCH_ARGS, find_browser
 from .charter import url_allowed
 from .errors import HarvestError
-from .extract import extract_page
 from .harvest import (
     _HTML_TYPES,
     _USER_AGENT_TOKEN,
     HarvestEvent,
     HarvestReport,
-    _Fetched,
     _first_line,
     _Harvest,
     _now,
 )
-from .urls import canonical_url, filter_links
+from .urls import canonical_url
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession
@@ -563,37 +561,9 @@ class DevtoolsHarvest(_Harvest):
         region_html = page.get("region") if selector else None
         fetched_at = _now()
         event.timings.fetch_s = time.monotonic() - t0
-        hard = _hardening()
-        if hasattr(event, "bytes_read"):
-            event.bytes_read = len(html.encode("utf-8", "replace"))
-            if hard is not None and event.bytes_read > hard.max_page_bytes(self):
-                self._finish(event, "skipped", f"too large ({event.bytes_read} bytes of content)")
-                return [], False
-
-        if canonical_final in self.final_seen:
-            self._finish(event, "skipped", f"duplicate of {canonical_final} (already harvested in this run)")
-            return links, False
-        self.final_seen.add(canonical_final)
-        if selector and not region_html:
-            logger.info("selector %r matched nothing on %s; extracting the whole page", selector, final_url)
-            selector = None
-        t1 = time.monotonic()
-        extracted = await asyncio.to_thread(
-            extract_page, html, final_url, headers=headers, region_html=region_html, selector=selector
+        return await self._extract_and_queue(
+            event, html, final_url, links, headers, selector, region_html, event.status, content_type, fetched_at
         )
-        event.timings.extract_s = time.monotonic() - t1
-        if extracted is None:
-            self._finish(event, "skipped", "no readable text")
-            return links, False
-        if self.accepted >= self.settings.max_pages:
-            self._finish(event, "skipped", "max_pages reached")
-            return links, False
-        self.accepted += 1
-        if hasattr(event, "links"):  # a resume continues the BFS from a stored page's links
-            limit = getattr(hard, "MAX_LINKS", 2000)
-            event.links = filter_links(links, self.charter.allowed_domains)[:limit]
-        await self.queue.put(_Fetched(event, extracted, event.status, content_type or "text/html", fetched_at))
-        return links, True
 
     async def _navigation_error_mcp(self, event: HarvestEvent, text: str) -> None:
         first = _first_line_text(text)

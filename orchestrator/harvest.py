@@ -409,6 +409,49 @@ class _Harvest:
                 _hard.journal(self, event)
         return links
 
+    async def _extract_and_queue(
+        self,
+        event: HarvestEvent,
+        html: str,
+        final_url: str,
+        links: list[str],
+        headers: dict[str, str],
+        selector: str | None,
+        region_html: str | None,
+        status: int | None,
+        content_type: str | None,
+        fetched_at: str,
+    ) -> tuple[list[str], bool]:
+        """The tail every way of reading a page shares: size cap, duplicate check, extraction, max_pages, and
+        the hand-off to the writer. Returns (links to follow, whether the page went to the writer)."""
+        canonical_final = canonical_url(final_url)
+        event.bytes_read = len(html.encode("utf-8", "replace"))
+        if event.bytes_read > _hard.max_page_bytes(self):
+            self._finish(event, "skipped", f"too large ({event.bytes_read} bytes of content)")
+            return [], False
+        if canonical_final in self.final_seen:
+            self._finish(event, "skipped", f"duplicate of {canonical_final} (already harvested in this run)")
+            return links, False
+        self.final_seen.add(canonical_final)
+        if selector and not region_html:
+            logger.info("selector %r matched nothing on %s; extracting the whole page", selector, final_url)
+            selector = None
+        t1 = time.monotonic()
+        extracted = await asyncio.to_thread(
+            extract_page, html, final_url, headers=headers, region_html=region_html, selector=selector
+        )
+        event.timings.extract_s = time.monotonic() - t1
+        if extracted is None:
+            self._finish(event, "skipped", "no readable text")
+            return links, False
+        if self.accepted >= self.settings.max_pages:
+            self._finish(event, "skipped", "max_pages reached")
+            return links, False
+        self.accepted += 1
+        event.links = filter_links(links, self.charter.allowed_domains)[: _hard.MAX_LINKS]
+        await self.queue.put(_Fetched(event, extracted, status, content_type or "text/html", fetched_at))
+        return links, True
+
     async def _snapshot(self, page: Page, deadline: float) -> tuple[str, str] | None:
         """(url, rendered HTML) of the tab right after its load event, or None when it cannot be read."""
         from playwright.async_api import Error as PlaywrightError
@@ -533,34 +576,9 @@ class _Harvest:
             return [], False
         fetched_at = _now()
         event.timings.fetch_s = time.monotonic() - t0
-        event.bytes_read = len(html.encode("utf-8", "replace"))
-        if event.bytes_read > _hard.max_page_bytes(self):
-            self._finish(event, "skipped", f"too large ({event.bytes_read} bytes of content)")
-            return [], False
-
-        if canonical_final in self.final_seen:
-            self._finish(event, "skipped", f"duplicate of {canonical_final} (already harvested in this run)")
-            return links, False
-        self.final_seen.add(canonical_final)
-
-        if selector and not region_html:
-            logger.info("selector %r matched nothing on %s; extracting the whole page", selector, final_url)
-            selector = None
-        t1 = time.monotonic()
-        extracted = await asyncio.to_thread(
-            extract_page, html, final_url, headers=headers, region_html=region_html, selector=selector
+        return await self._extract_and_queue(
+            event, html, final_url, links, headers, selector, region_html, status, content_type, fetched_at
         )
-        event.timings.extract_s = time.monotonic() - t1
-        if extracted is None:
-            self._finish(event, "skipped", "no readable text")
-            return links, False
-        if self.accepted >= self.settings.max_pages:
-            self._finish(event, "skipped", "max_pages reached")
-            return links, False
-        self.accepted += 1
-        event.links = filter_links(links, self.charter.allowed_domains)[: _hard.MAX_LINKS]
-        await self.queue.put(_Fetched(event, extracted, status, content_type or "text/html", fetched_at))
-        return links, True
 
     def _navigation_error(
         self, event: HarvestEvent, exc: Exception, blocked_before: int, responses: list[Response]
