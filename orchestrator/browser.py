@@ -119,6 +119,9 @@ class BrowserSession:
     blocked: list[BlockedRequest] = field(default_factory=list)
     # With --replay: request URL -> redirect target in the HAR (checked before the HAR router follows it).
     replay_redirects: dict[str, str] = field(default_factory=dict)
+    # With --replay: every URL the HAR holds (fragment dropped), and the URLs brt itself is navigating to now.
+    replay_urls: set[str] | None = None
+    expected_navigations: set[str] = field(default_factory=set)
     # SSRF guard (orchestrator/netguard.py): internal addresses refused on every request; None with --replay.
     guard: Any = None
 
@@ -192,6 +195,7 @@ async def open_browser(
                 session.guard = NetGuard(allowed_domains, resolver_rules=rules)
             if replay is not None:
                 session.replay_redirects = _har_redirects(Path(replay))
+                session.replay_urls = _har_urls(Path(replay))
                 # Registered first so it runs last: the allowlist route below falls back to it.
                 await context.route_from_har(str(replay), not_found="abort")
                 context.on("requestfailed", lambda request: _on_request_failed(session, request))
@@ -231,6 +235,22 @@ async def _allowlist_route(session: BrowserSession, allowed_domains: list[str], 
     request = route.request
     navigation = request.is_navigation_request()
     if url_allowed(request.url, allowed_domains):
+        if (
+            navigation
+            and session.replay_urls is not None
+            and request.url.split("#", 1)[0] not in session.replay_urls
+            and request.url not in session.expected_navigations
+            and _leaves_loaded_page(request, allowed_domains)
+        ):
+            # A script of a loaded page navigates to a URL the HAR does not hold: the replay cannot serve it,
+            # so cancel the navigation (204) and keep the page that loaded, as a live harvest would have it.
+            logger.info("not in replay HAR: script navigation to %s (page kept as loaded)", request.url)
+            session.blocked.append(
+                BlockedRequest(request.url, request.resource_type, "not in replay HAR", navigation=True,
+                               page=_page_of(request))
+            )
+            await route.fulfill(status=204, body="")
+            return
         target = session.replay_redirects.get(request.url)
         if target is not None and not url_allowed(target, allowed_domains):
             # The HAR router follows recorded redirects itself; stop one that leaves the allowlist here.
@@ -302,6 +322,23 @@ def _leaves_loaded_page(request: Any, allowed_domains: list[str]) -> bool:
         return frame.parent_frame is None and url_allowed(frame.url, allowed_domains)
     except Exception:  # noqa: BLE001 - a request of a frame that is gone
         return False
+
+
+def _har_urls(har: Path) -> set[str]:
+    """Every request URL of a HAR file, without fragment."""
+    import json
+
+    try:
+        entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HarvestError(f"cannot read the replay HAR {har}: {exc}") from exc
+    urls: set[str] = set()
+    for entry in entries:
+        try:
+            urls.add(str(entry["request"]["url"]).split("#", 1)[0])
+        except (KeyError, TypeError):
+            continue
+    return urls
 
 
 def _har_redirects(har: Path) -> dict[str, str]:

@@ -498,6 +498,8 @@ class _Harvest:
         blocked_before = len(self.session.blocked)  # type: ignore[union-attr]
         response: Response | None = None
         load_timed_out = False
+        expected = self.session.expected_navigations if self.session is not None else set()
+        expected.add(url)
         try:
             response = await page.goto(url, wait_until="load", timeout=_ms(deadline))
         except PlaywrightTimeout:
@@ -509,6 +511,8 @@ class _Harvest:
             if _hard.is_pdf_candidate(self, event):
                 return await _hard.fetch_pdf(self, event, deadline, t0)
             return [], False
+        finally:
+            expected.discard(url)
 
         load_snapshot: tuple[str, str] | None = None
         if not load_timed_out:

@@ -227,7 +227,7 @@ def _clip_words(text: str, limit: int) -> str:
 
 def _is_heading(text: str) -> bool:
     """A short line without sentence punctuation: a heading or a label, never part of a quote's prose."""
-    return len(text.split()) <= 12 and not re.search(r"[.!?…:;\"”')\]]$", text)
+    return len(text.split()) <= 12 and not re.search(r"[.!?…:;\"”]$", text)
 
 
 def choose_quote(chunk_text: str, sentence_scores: list[float], spans: list[tuple[int, int]]) -> str:

@@ -89,3 +89,12 @@ def test_block_and_gap_formats():
         'shift?" (searched 412 chunks from 37 pages).'
     )
     assert display_url("http://127.0.0.1:8765/a.html") == "127.0.0.1:8765/a.html"
+
+
+def test_heading_ending_in_parenthesis_is_not_glued():
+    text = ("Cumulative Layout Shift (CLS)\nCumulative Layout Shift measures visual stability. "
+            "A score of 0.1 or less is good.")
+    spans, scores = scores_for(text, "measures visual stability")
+    quote = choose_quote(text, scores, spans)
+    assert quote.startswith("Cumulative Layout Shift measures visual stability.")
+    assert "(CLS)" not in quote
