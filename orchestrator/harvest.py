@@ -14,7 +14,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -344,6 +344,14 @@ class _Harvest:
         for _ in range(concurrency):
             pages.put_nowait(await session.context.new_page())
 
+        async def visit_level(urls: list[str], depth: int) -> list[list[str]]:
+            return list(await asyncio.gather(*(self._visit(pages, url, depth) for url in urls)))
+
+        await self._breadth_first(visit_level)
+
+    async def _breadth_first(self, visit_level: Callable[[list[str], int], Awaitable[list[list[str]]]]) -> None:
+        """Seeds first, then the links found one hop further, level by level up to ``max_depth`` and
+        ``max_pages``. ``visit_level(urls, depth)`` reads one level and returns the links found on each URL."""
         frontier = self._new_urls(self.charter.seeds)
         for depth in range(self.settings.max_depth + 1):
             if not frontier:
@@ -352,7 +360,7 @@ class _Harvest:
                 self.report.not_attempted += len(frontier)
                 break
             self.progress.advance("fetch", 0, total=len(self.events) + len(frontier))
-            results = await asyncio.gather(*(self._visit(pages, url, depth) for url in frontier))
+            results = await visit_level(frontier, depth)
             if depth == self.settings.max_depth:
                 break
             frontier = self._new_urls(link for links in results for link in links)
