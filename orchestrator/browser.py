@@ -124,6 +124,12 @@ class BrowserSession:
     expected_navigations: set[str] = field(default_factory=set)
     # SSRF guard (orchestrator/netguard.py): internal addresses refused on every request; None with --replay.
     guard: Any = None
+    # Live mode: navigations are fetched by brt (orchestrator/fetcher.py) under the page's deadline and the
+    # byte cap. The harvest sets a page's deadline before it navigates and reads the page's last result after.
+    fetcher: Any = None
+    nav_deadlines: dict[Any, tuple[float, float]] = field(default_factory=dict)  # page -> (deadline, timeout_s)
+    nav_results: dict[Any, Any] = field(default_factory=dict)  # page -> FetchResult of its last navigation
+    default_timeout_s: float = 30.0
 
 
 @asynccontextmanager
@@ -190,9 +196,11 @@ async def open_browser(
             context = await browser.new_context(**context_options)
             session = BrowserSession(browser, context, har_path, executable, replay)
             if replay is None:
+                from .fetcher import DocumentFetcher
                 from .netguard import NetGuard
 
                 session.guard = NetGuard(allowed_domains, resolver_rules=rules)
+                session.fetcher = DocumentFetcher(session.guard, lambda u: url_allowed(u, allowed_domains))
             if replay is not None:
                 session.replay_redirects = _har_redirects(Path(replay))
                 session.replay_urls = _har_urls(Path(replay))
@@ -204,6 +212,8 @@ async def open_browser(
                 yield session
             finally:
                 await context.close()  # writes the HAR
+                if session.fetcher is not None:
+                    await session.fetcher.aclose()
                 if getattr(session, "har_extra", None):
                     from .netguard import add_har_entries
 
@@ -278,19 +288,9 @@ async def _allowlist_route(session: BrowserSession, allowed_domains: list[str], 
             )
             await route.abort("blockedbyclient")
             return
-        if navigation and session.guard is not None:  # redirect hops are checked too (netguard.py)
-            from .netguard import route_navigation
-
-            def block(url: str, reason: str) -> None:
-                blocked = BlockedRequest(url, request.resource_type, reason, navigation=True, page=_page_of(request))
-                blocked.source = request.url  # type: ignore[attr-defined]  # the navigation it stopped
-                session.blocked.append(blocked)
-
-            if not hasattr(session, "har_extra"):
-                session.har_extra = []  # type: ignore[attr-defined]  # refused redirects, added to the HAR
-            allowed = lambda u: url_allowed(u, allowed_domains)  # noqa: E731
-            if await route_navigation(route, session.guard, allowed, block, session.har_extra):  # type: ignore[attr-defined]
-                return
+        if navigation and session.fetcher is not None:  # fetched by brt: hops, byte cap, deadline (fetcher.py)
+            await _fetch_navigation(session, route)
+            return
         await route.fallback()
         return
     if request.url.startswith(_INTERNAL_SCHEMES):
@@ -314,6 +314,45 @@ async def _allowlist_route(session: BrowserSession, allowed_domains: list[str], 
         await route.fulfill(status=204, body="")
         return
     await route.abort("blockedbyclient")
+
+
+async def _fetch_navigation(session: BrowserSession, route: Route) -> None:
+    import time
+
+    from .netguard import route_navigation
+
+    request = route.request
+    page = _page_of(request)
+    deadline, timeout_s = session.nav_deadlines.get(page) or (
+        time.monotonic() + session.default_timeout_s,
+        session.default_timeout_s,
+    )
+
+    def block(url: str, reason: str) -> None:
+        blocked = BlockedRequest(url, request.resource_type, reason, navigation=True, page=page)
+        blocked.source = request.url  # type: ignore[attr-defined]  # the navigation it stopped
+        session.blocked.append(blocked)
+
+    if not hasattr(session, "har_extra"):
+        session.har_extra = []  # type: ignore[attr-defined]  # refused redirects, added to the HAR
+    main_frame = _is_main_frame(request)
+    result = await route_navigation(
+        route,
+        session.fetcher,
+        block,
+        session.har_extra,  # type: ignore[attr-defined]
+        deadline=deadline,
+        partial_ok_after=session.fetcher.read_deadline(deadline, timeout_s) if main_frame else None,
+    )
+    if main_frame and page is not None:
+        session.nav_results[page] = result
+
+
+def _is_main_frame(request: Any) -> bool:
+    try:
+        return request.frame.parent_frame is None
+    except Exception:  # noqa: BLE001 - a frame that is gone
+        return False
 
 
 def _leaves_loaded_page(request: Any, allowed_domains: list[str]) -> bool:

@@ -13,7 +13,7 @@ import re
 import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from .pdf import PDF_TYPES, extract_pdf, set_page_selectors
 from .politeness import MAX_RETRIES, Politeness, RobotsRules, backoff_delay, parse_retry_after, should_retry
@@ -29,7 +29,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_PAGE_BYTES = 20_000_000
 #: Links kept per stored page in its event (what a resume continues from).
 MAX_LINKS = 2000
-_MAX_PDF_REDIRECTS = 5
 _GUARD_PREFIXES = ("internal address", "cannot resolve")
 _NETWORK_ERRORS = re.compile(
     r"ERR_(CONNECTION_(REFUSED|RESET|CLOSED|ABORTED|FAILED|TIMED_OUT)|EMPTY_RESPONSE|TIMED_OUT|NETWORK_CHANGED|"
@@ -244,60 +243,40 @@ def is_pdf_candidate(h: Any, event: Any) -> bool:
 
 
 async def fetch_pdf(h: Any, event: Any, deadline: float, t0: float) -> tuple[list[str], bool]:
-    """Fetch a PDF's bytes with the context's request API (allowlist and SSRF checked on every redirect hop),
-    extract it and hand it to the writer. Returns (links, queued) like ``_visit_with``."""
-    from playwright.async_api import Error as PlaywrightError
-
+    """Fetch a PDF's bytes with the document fetcher (allowlist and SSRF checked on every redirect hop, the
+    byte cap counted while the body streams in), extract it and hand it to the writer. Returns (links,
+    queued) like ``_visit_with``."""
     from .harvest import _Fetched, _now  # noqa: PLC0415 - avoid an import cycle
 
     url = event.final_url or event.url
-    guard = getattr(h.session, "guard", None)
     cap = max_page_bytes(h)
-    response = None
     try:
-        for _hop in range(_MAX_PDF_REDIRECTS + 1):
-            if not h.charter.allows(url):
-                event.final_url = url
-                h._finish(event, "blocked", f"final URL not on allowed_domains: {url}")
-                return [], False
-            refused = await guard.check(url) if guard is not None else None
-            if refused is not None:
-                event.final_url = url
-                h._finish(event, "blocked", f"{refused}: {url}")
-                return [], False
-            response = await h.session.context.request.get(
-                url, max_redirects=0, fail_on_status_code=False, timeout=max(1.0, deadline - time.monotonic()) * 1000
-            )
-            location = response.headers.get("location")
-            if 300 <= response.status < 400 and location:
-                url = urljoin(url, location)
-                continue
-            break
-        else:
-            h._finish(event, "failed", "too many redirects")
-            return [], False
-        event.final_url = url
-        event.status = response.status
-        if response.status >= 400:
-            event.retry_after = retry_after(response.headers)
-            h._finish(event, "failed", f"HTTP {response.status}")
-            return [], False
-        ctype = (response.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
-        if ctype not in PDF_TYPES:
-            h._finish(event, "skipped", f"unsupported content type ({ctype or 'none'})")
-            return [], False
-        length = response.headers.get("content-length")
-        if length and length.isdigit() and int(length) > cap:
-            h._finish(event, "skipped", f"too large ({length} bytes, cap {cap})")
-            return [], False
-        data = await response.body()
-    except PlaywrightError as exc:
-        h._finish(
-            event, "failed", f"cannot fetch the PDF: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}"
-        )
-        return [], False
+        result = await h.session.fetcher.fetch(url, deadline=deadline, max_bytes=cap)
     finally:
         event.timings.fetch_s = time.monotonic() - t0
+    event.final_url = result.url
+    event.status = result.status
+    if result.kind == "blocked":
+        reason = result.reason or "blocked"
+        h._finish(event, "blocked", f"final URL not on allowed_domains: {result.url}" if reason ==
+                  "not on allowed_domains" else f"{reason}: {result.url}")
+        return [], False
+    if result.kind == "too large":
+        h._finish(event, "skipped", result.reason)
+        return [], False
+    if result.kind != "ok":
+        h._finish(event, "failed", f"cannot fetch the PDF: {result.reason}")
+        return [], False
+    if result.status is not None and result.status >= 400:
+        event.retry_after = retry_after(dict(result.headers))
+        h._finish(event, "failed", f"HTTP {result.status}")
+        return [], False
+    ctype = result.content_type or ""
+    if ctype not in PDF_TYPES:
+        h._finish(event, "skipped", f"unsupported content type ({ctype or 'none'})")
+        return [], False
+    data = result.body
+    url = result.url
     event.bytes_read = len(data)
     if len(data) > cap:
         h._finish(event, "skipped", f"too large ({len(data)} bytes, cap {cap})")
@@ -326,7 +305,7 @@ async def fetch_pdf(h: Any, event: Any, deadline: float, t0: float) -> tuple[lis
     h.accepted += 1
     event.links = []
     event.outcome, event.reason = "failed", None  # settled by the writer
-    await h.queue.put(_Fetched(event, extracted, response.status, ctype, _now(), pdf_pages=page_texts))
+    await h.queue.put(_Fetched(event, extracted, result.status, ctype, _now(), pdf_pages=page_texts))
     return [], True
 
 

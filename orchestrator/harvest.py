@@ -74,12 +74,15 @@ class HarvestEvent:
     bytes_read: int = 0
     links: list[str] | None = None  # allowed outlinks of a stored page (a resume continues the BFS from them)
     retry_after: float | None = None  # the last response's Retry-After, in seconds (not recorded)
+    partial: str | None = None  # the document was still arriving at the deadline and was taken as it stood
 
     def as_record(self) -> dict[str, Any]:
         timings = {k: round(v, 4) for k, v in asdict(self.timings).items()}
         extra: dict[str, Any] = {"attempts": list(self.attempts), "bytes": self.bytes_read}
         if self.links is not None:
             extra["links"] = list(self.links)
+        if self.partial is not None:
+            extra["partial"] = self.partial
         return extra | {
             "type": "harvest_event",
             "url": self.url,
@@ -312,6 +315,9 @@ class _Harvest:
                 browser_url=self.browser_url,
             ) as session:
                 self.session = session
+                session.default_timeout_s = float(self.settings.timeout_s)
+                if session.fetcher is not None:
+                    session.fetcher.max_bytes = _hard.max_page_bytes(self)
                 writer = asyncio.create_task(self._writer(), name="brt-writer")
                 try:
                     await self._crawl(session)
@@ -450,7 +456,10 @@ class _Harvest:
         )
         event.timings.extract_s = time.monotonic() - t1
         if extracted is None:
-            self._finish(event, "skipped", "no readable text")
+            if event.partial is not None:  # a server that trickles: abandoned at the deadline
+                self._finish(event, "failed", f"timed out: {event.partial}; nothing readable")
+            else:
+                self._finish(event, "skipped", "no readable text")
             return links, False
         if self.accepted >= self.settings.max_pages:
             self._finish(event, "skipped", "max_pages reached")
@@ -503,11 +512,14 @@ class _Harvest:
             self._finish(event, "blocked", "blocked by robots.txt")
             return [], False
 
-        blocked_before = len(self.session.blocked)  # type: ignore[union-attr]
+        session = self.session
+        assert session is not None
+        blocked_before = len(session.blocked)
         response: Response | None = None
         load_timed_out = False
-        expected = self.session.expected_navigations if self.session is not None else set()
-        expected.add(url)
+        session.expected_navigations.add(url)
+        session.nav_deadlines[page] = (deadline, timeout_s)
+        session.nav_results.pop(page, None)
         try:
             response = await page.goto(url, wait_until="load", timeout=_ms(deadline))
         except PlaywrightTimeout:
@@ -515,12 +527,17 @@ class _Harvest:
             logger.info("load event of %s timed out after %.0fs; taking the DOM as it is", url, timeout_s)
         except PlaywrightError as exc:
             event.timings.fetch_s = time.monotonic() - t0
-            self._navigation_error(event, exc, blocked_before, responses)
+            self._navigation_error(event, exc, blocked_before, responses, session.nav_results.get(page))
             if _hard.is_pdf_candidate(self, event):
                 return await _hard.fetch_pdf(self, event, deadline, t0)
             return [], False
         finally:
-            expected.discard(url)
+            session.expected_navigations.discard(url)
+            session.nav_deadlines.pop(page, None)
+        nav = session.nav_results.pop(page, None)
+        if nav is not None and nav.kind == "partial":
+            event.partial = nav.reason
+            logger.info("%s never finished loading: %s", url, nav.reason)
 
         load_snapshot: tuple[str, str] | None = None
         if not load_timed_out:
@@ -593,10 +610,24 @@ class _Harvest:
         )
 
     def _navigation_error(
-        self, event: HarvestEvent, exc: Exception, blocked_before: int, responses: list[Response]
+        self,
+        event: HarvestEvent,
+        exc: Exception,
+        blocked_before: int,
+        responses: list[Response],
+        nav: Any = None,
     ) -> None:
         message = str(exc)
         first = _first_line(exc)
+        if nav is not None and nav.kind in ("too large", "timeout", "error"):
+            # the document fetch (orchestrator/fetcher.py) says why the navigation failed
+            event.final_url = nav.url
+            event.status = nav.status
+            if nav.kind == "too large":
+                self._finish(event, "skipped", nav.reason)
+            else:
+                self._finish(event, "failed", nav.reason)
+            return
         new_blocks = self.session.blocked[blocked_before:] if self.session else []
         nav_blocks = [b for b in new_blocks if b.navigation and getattr(b, "source", event.url) == event.url]
         last = responses[-1] if responses else None

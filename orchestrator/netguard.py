@@ -159,68 +159,93 @@ class NetGuard:
         return None
 
 
-_DNS_FAILURES = ("ENOTFOUND", "EAI_AGAIN", "getaddrinfo")
-_MAX_REDIRECTS = 10
+# Playwright abort codes for the fetcher's network errors (the browser then reports the same net::ERR_*).
+_ABORT_CODES = {
+    "ERR_CONNECTION_REFUSED": "connectionrefused",
+    "ERR_CONNECTION_RESET": "connectionreset",
+    "ERR_CONNECTION_CLOSED": "connectionclosed",
+    "ERR_EMPTY_RESPONSE": "connectionclosed",
+    "ERR_NAME_NOT_RESOLVED": "namenotresolved",
+    "ERR_CONNECTION_FAILED": "connectionfailed",
+}
 
 
 async def route_navigation(
     route: Any,
-    guard: NetGuard,
-    allowed: Callable[[str], bool],
+    fetcher: Any,
     block: Callable[[str, str], None],
-    har_entries: list[dict[str, Any]] | None = None,
-) -> bool:
-    """Redirects are not shown to Playwright's route handlers (the browser follows them itself), so a
-    navigation is fetched here hop by hop (``route.fetch(max_redirects=0)``) and every redirect target is
-    checked (allowlist, scheme, internal address) before anything is sent to it. A chain that passes ends in
-    a single redirect to its final URL, which the browser then loads; a target that fails is aborted and
-    reported with ``block(url, reason)``. Returns False when the caller should let the browser fetch the
-    request itself (the fetch here could not resolve the name, e.g. a host only the browser's resolver
-    rules know)."""
-    from urllib.parse import urljoin
+    har_entries: list[dict[str, Any]] | None,
+    *,
+    deadline: float,
+    partial_ok_after: float | None,
+) -> Any:
+    """Answer a navigation request with a document brt fetched itself (``fetcher.DocumentFetcher``).
 
-    from playwright.async_api import Error as PlaywrightError
-
+    Redirects are not shown to Playwright's route handlers (the browser follows them itself), so the fetcher
+    follows them hop by hop and checks every target (allowlist, scheme, internal address) before anything is
+    sent to it. A chain that passes ends in a single redirect to its final URL, which the browser then asks
+    for (answered from the fetched result, not fetched twice); a target that fails is aborted and reported
+    with ``block(url, reason)``. A body past the byte cap is aborted; one still arriving at
+    ``partial_ok_after`` is handed over as it stands. Returns the ``FetchResult``."""
     request = route.request
-    current = request.url
-    try:
-        response = await route.fetch(max_redirects=0)
-    except PlaywrightError as exc:
-        if any(marker in str(exc) for marker in _DNS_FAILURES):
-            return False
-        logger.info(
-            "navigation to %s failed: %s", current, str(exc).strip().splitlines()[0] if str(exc).strip() else exc
-        )
-        await _safe(route.abort("connectionreset"))
-        return True
-    hops = 0
-    while 300 <= response.status < 400 and response.headers.get("location"):
-        target = urljoin(current, response.headers["location"])
-        reason = None if allowed(target) else "not on allowed_domains"
-        if reason is None:
-            reason = await guard.check(target)
-        if reason is not None:
-            logger.info("blocked redirect from %s to %s (%s)", current, target, reason)
-            block(target, reason)
-            if har_entries is not None:
-                har_entries.append(_har_entry(route, current, response, target))
-            await _safe(route.abort("blockedbyclient"))
-            return True
-        hops += 1
-        current = target
-        if hops > _MAX_REDIRECTS:
-            await _safe(route.abort("failed"))
-            return True
+    url = request.url
+    result = fetcher.take(url)
+    if result is None:
         try:
-            response = await route.fetch(url=current, max_redirects=0)
-        except PlaywrightError:
-            break  # checked, but unreachable from here: let the browser try the final URL itself
-    if hops:
-        # every hop was checked: send the browser straight to the final URL (one redirect it follows itself)
-        await _safe(route.fulfill(status=302, headers={"location": current}, body=""))
-    else:
-        await _safe(route.fulfill(response=response))
-    return True
+            headers = await request.all_headers()
+        except Exception:  # noqa: BLE001 - the request's frame went away
+            headers = dict(request.headers)
+        result = await fetcher.fetch(
+            url,
+            deadline=deadline,
+            method=request.method,
+            headers=headers,
+            body=request.post_data_buffer,
+            partial_ok_after=partial_ok_after,
+        )
+    if result.kind == "blocked":
+        logger.info("blocked navigation to %s (%s)", result.url, result.reason)
+        block(result.url, result.reason or "blocked")
+        if har_entries is not None and len(result.hops) >= 1 and result.status is not None:
+            har_entries.append(_har_entry(request.method, result.hops[-1], result, result.url))
+        await _safe(route.abort("blockedbyclient"))
+        return result
+    if result.kind in ("ok", "partial"):
+        if len(result.hops) > 1 and result.hops[-1] != url:
+            # every hop was checked: send the browser straight to the final URL (one redirect it follows
+            # itself), and keep the final response for that request
+            fetcher.stash(result.hops[-1], result)
+            await _safe(route.fulfill(status=302, headers={"location": result.hops[-1]}, body=""))
+            return result
+        await _safe(
+            route.fulfill(status=result.status or 200, headers=_header_dict(result.headers), body=result.body)
+        )
+        return result
+    if result.kind == "too large":
+        logger.info("%s: %s", url, result.reason)
+        await _safe(route.abort("blockedbyresponse"))
+        return result
+    if result.kind == "timeout":
+        logger.info("%s: %s", url, result.reason)
+        await _safe(route.abort("timedout"))
+        return result
+    code = next((c for marker, c in _ABORT_CODES.items() if marker in (result.reason or "")), "failed")
+    logger.info("navigation to %s failed: %s", url, result.reason)
+    await _safe(route.abort(code))
+    return result
+
+
+def _header_dict(headers: list[tuple[str, str]]) -> dict[str, str]:
+    """Response headers for ``route.fulfill``: repeated Set-Cookie lines joined by newlines (how Playwright
+    splits them back), other repeated headers by commas."""
+    out: dict[str, str] = {}
+    for name, value in headers:
+        key = name.lower()
+        if key in out:
+            out[key] += ("\n" if key == "set-cookie" else ", ") + value
+        else:
+            out[key] = value
+    return out
 
 
 async def _safe(awaitable: Any) -> None:
@@ -232,7 +257,7 @@ async def _safe(awaitable: Any) -> None:
         logger.debug("route already handled: %s", exc)
 
 
-def _har_entry(route: Any, url: str, response: Any, target: str) -> dict[str, Any]:
+def _har_entry(method: str, url: str, response: Any, target: str) -> dict[str, Any]:
     """Keep the refused redirect for the HAR (the browser never saw it, so Playwright does not record it): a
     replay of the HAR then meets the same redirect and refuses it the same way."""
     from datetime import datetime, timezone
@@ -241,7 +266,7 @@ def _har_entry(route: Any, url: str, response: Any, target: str) -> dict[str, An
         "startedDateTime": datetime.now(timezone.utc).isoformat(),
         "time": 0,
         "request": {
-            "method": route.request.method,
+            "method": method,
             "url": url,
             "httpVersion": "HTTP/1.1",
             "cookies": [],
@@ -255,8 +280,8 @@ def _har_entry(route: Any, url: str, response: Any, target: str) -> dict[str, An
             "statusText": response.status_text or "",
             "httpVersion": "HTTP/1.1",
             "cookies": [],
-            "headers": [{"name": k, "value": v} for k, v in response.headers.items()],
-            "content": {"size": 0, "mimeType": response.headers.get("content-type", "text/html"), "text": ""},
+            "headers": [{"name": k, "value": v} for k, v in response.headers],
+            "content": {"size": 0, "mimeType": response.header("content-type") or "text/html", "text": ""},
             "redirectURL": target,
             "headersSize": -1,
             "bodySize": 0,
