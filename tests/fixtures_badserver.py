@@ -91,6 +91,23 @@ PDF_PAGE_2 = (
 )
 
 
+def _gzip_bomb(members: int = 100, member_bytes: int = 10_000_000) -> bytes:
+    """About 1 MB of gzip that inflates to ``members * member_bytes`` (1 GB): concatenated gzip members (a
+    valid gzip stream, RFC 1952) of spaces."""
+    import gzip
+
+    member = gzip.compress(b" " * member_bytes, compresslevel=9)
+    return member * members
+
+
+GZIP_BOMB = _gzip_bomb()
+_LIMIT_PATHS = ("/never-answers", "/trickle", "/never-ending", "/huge", "/huge-stream", "/bomb")
+NEVER_ENDING_TEXT = (
+    "The live blog of the harbour festival keeps its connection open and adds a comment every moment. "
+    + " ".join(f"Festival update {i}: boat {i} passed the lighthouse at {10 + i} minutes past noon." for i in range(20))
+)
+
+
 @dataclass
 class BadServer:
     port: int
@@ -105,6 +122,8 @@ class BadServer:
     lock: threading.Lock = field(default_factory=threading.Lock)
     inflight: int = 0
     peak_inflight: int = 0  # most /page/ requests served at the same time
+    sent: dict[str, int] = field(default_factory=dict)  # body bytes written per path (limit endpoints)
+    stopping: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def url(self, path: str = "", host: str = "127.0.0.1") -> str:
@@ -124,6 +143,7 @@ class BadServer:
         return {h.split(":", 1)[0] for _t, h, _p in self.log}
 
     def stop(self) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
         if self._thread:
@@ -249,9 +269,58 @@ def _handler(ref: dict[str, BadServer]) -> type[BaseHTTPRequestHandler]:
                 return self._send(200, make_pdf([PDF_PAGE_1, PDF_PAGE_2]), "application/pdf")
             if path == "/bin.zip":
                 return self._send(200, b"PK\x03\x04" + b"\0" * 100, "application/zip")
+            if path in _LIMIT_PATHS:
+                return self._limits(srv, path)
             if path in ("/secret.html", "/private/secret.html", "/offsite.html"):
                 return self._send(200, html_page("Secret", "Internal text that must never be stored."), "text/html")
             return self._send(404, b"<h1>missing</h1>", "text/html")
+
+        def _limits(self, srv: BadServer, path: str) -> None:
+            """Servers that never answer, trickle, never end, send too much, or send a gzip bomb. Each gives up
+            after 60 s, or as soon as the client goes away."""
+            until = time.monotonic() + 60
+
+            def alive() -> bool:
+                return time.monotonic() < until and not srv.stopping.is_set()
+
+            def write(data: bytes) -> bool:
+                try:
+                    self.wfile.write(data)
+                    self.wfile.flush()
+                except OSError:
+                    return False
+                with srv.lock:
+                    srv.sent[path] = srv.sent.get(path, 0) + len(data)
+                return True
+
+            if path == "/never-answers":
+                while alive():
+                    time.sleep(0.1)
+                return None
+            if path == "/huge":
+                return self._send(200, b"<html><body><p>" + b"x" * 5_000_000 + b"</p></body></html>", "text/html")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            if path == "/bomb":
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(GZIP_BOMB)))
+            self.end_headers()  # HTTP/1.0 and no length: the body ends when the connection closes
+            if path == "/bomb":
+                write(GZIP_BOMB)
+            elif path == "/huge-stream":
+                for _ in range(1600):  # 100 MB, no Content-Length to judge it by
+                    if not write(b"<p>" + b"y" * 65_530 + b"</p>"):
+                        break
+            elif path == "/trickle":
+                for byte in b"<html><body><p>Slowly, one byte at a time.</p></body></html>":
+                    if not alive() or not write(bytes([byte])):
+                        break
+                    time.sleep(1.0)
+            elif path == "/never-ending":
+                write(html_page("Live blog", NEVER_ENDING_TEXT).replace(b"</body></html>", b""))
+                while alive() and write(b"<!-- still here -->\n"):
+                    time.sleep(0.2)
+            return None
 
         def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
             self.send_response(status)
