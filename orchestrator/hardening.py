@@ -66,22 +66,33 @@ def init_state(h: Any) -> None:
 
 
 async def start(h: Any) -> None:
-    if not h.refresh:
-        h.resume_links = await asyncio.to_thread(load_links, h.memory)
+    events = await asyncio.to_thread(_journal_events, h.memory)
+    h.resume_links = load_links(events)
+    if h.refresh:  # a refresh first checks whether stored pages changed (orchestrator/revalidate.py)
+        from .revalidate import ReplayIndex, load_fingerprints
+
+        h.fingerprints = load_fingerprints(events)
+        if h.replay is not None and h.fingerprints:
+            h.replay_index = await asyncio.to_thread(ReplayIndex, h.replay)
     h._journal_wake = asyncio.Event()
     h._journal_task = asyncio.create_task(_flusher(h), name="brt-journal")
 
 
-def load_links(memory: Memory) -> dict[str, list[str]]:
-    """URL (requested and final) -> outlinks, from the journal's stored-page events (the newest wins)."""
-    links: dict[str, list[str]] = {}
+def _journal_events(memory: Memory) -> list[dict[str, Any]]:
     try:
-        events = memory.events()
+        return memory.events()
     except Exception as exc:  # an unreadable journal only costs refetches
         logger.warning("cannot read the journal of %s: %s", memory.charter_id, exc)
-        return links
+        return []
+
+
+def load_links(events: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """URL (requested and final) -> outlinks, from the journal's stored (or found unchanged) pages' events
+    (the newest wins)."""
+    links: dict[str, list[str]] = {}
     for e in events:
-        if e.get("type", "harvest_event") == "harvest_event" and e.get("outcome") == "stored" and "links" in e:
+        settled = e.get("outcome") == "stored" or e.get("unchanged")
+        if e.get("type", "harvest_event") == "harvest_event" and settled and "links" in e:
             for key in (e.get("url"), e.get("final_url")):
                 if key:
                     links[key] = list(e["links"] or [])

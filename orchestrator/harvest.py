@@ -75,6 +75,8 @@ class HarvestEvent:
     links: list[str] | None = None  # allowed outlinks of a stored page (a resume continues the BFS from them)
     retry_after: float | None = None  # the last response's Retry-After, in seconds (not recorded)
     partial: str | None = None  # the document was still arriving at the deadline and was taken as it stood
+    fingerprint: dict[str, Any] | None = None  # what the stored text was made from (orchestrator/revalidate.py)
+    unchanged: bool = False  # a refresh found the page's inputs identical and did not render it again
 
     def as_record(self) -> dict[str, Any]:
         timings = {k: round(v, 4) for k, v in asdict(self.timings).items()}
@@ -83,6 +85,10 @@ class HarvestEvent:
             extra["links"] = list(self.links)
         if self.partial is not None:
             extra["partial"] = self.partial
+        if self.fingerprint is not None:
+            extra["fingerprint"] = self.fingerprint
+        if self.unchanged:
+            extra["unchanged"] = True
         return extra | {
             "type": "harvest_event",
             "url": self.url,
@@ -295,6 +301,8 @@ class _Harvest:
         self.robots: dict[str, RobotFileParser | None] = {}
         self.queue: asyncio.Queue[_Fetched | None] = asyncio.Queue()
         self.session: BrowserSession | None = None
+        self.fingerprints: dict[str, dict[str, Any]] = {}  # refresh: URL -> fingerprint of its stored page
+        self.replay_index: Any = None  # refresh with replay: the HAR's responses (revalidate.ReplayIndex)
         _hard.init_state(self)  # politeness, robots, resume links, journal (orchestrator/hardening.py)
         self.browser_url: str | None = None  # attach over CDP (a fresh context) instead of launching
 
@@ -414,7 +422,7 @@ class _Harvest:
                 for b in self.session.blocked[blocked_before:]  # type: ignore[union-attr]
                 if b.page is page and not b.navigation
             ]
-            if event.outcome != "stored" and not queued and event.reason != "HTTP 404":
+            if event.outcome != "stored" and not queued and event.reason != "HTTP 404" and not event.unchanged:
                 # After an error, a download or a viewer (PDF) the page may still be busy: use a fresh one.
                 page = await self._replace_page(page)
             pages.put_nowait(page)
@@ -492,6 +500,14 @@ class _Harvest:
         self, page: Page, event: HarvestEvent, responses: list[Response]
     ) -> tuple[list[str], bool]:
         """Fetch and extract; returns (allowed links, whether the page went to the writer)."""
+        from .revalidate import DependencyWatch
+
+        with DependencyWatch(page) as watch:
+            return await self._read_page(page, event, responses, watch)
+
+    async def _read_page(
+        self, page: Page, event: HarvestEvent, responses: list[Response], watch: Any
+    ) -> tuple[list[str], bool]:
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
@@ -511,6 +527,12 @@ class _Harvest:
             event.timings.fetch_s = time.monotonic() - t0
             self._finish(event, "blocked", "blocked by robots.txt")
             return [], False
+
+        if self.refresh and url in self.fingerprints:
+            known = await self._unchanged(event, deadline)
+            if known is not None:
+                event.timings.fetch_s = time.monotonic() - t0
+                return known, False
 
         session = self.session
         assert session is not None
@@ -603,11 +625,43 @@ class _Harvest:
             event.timings.fetch_s = time.monotonic() - t0
             self._finish(event, "failed", f"cannot read the rendered page: {_first_line(exc)}")
             return [], False
+        if snapshot_html is None and not load_timed_out and event.partial is None:
+            from .revalidate import fingerprint
+
+            event.fingerprint = await fingerprint(
+                response, watch, final_url=final_url, selector=selector, javascript=self.settings.javascript
+            )
         fetched_at = _now()
         event.timings.fetch_s = time.monotonic() - t0
         return await self._extract_and_queue(
             event, html, final_url, links, headers, selector, region_html, status, content_type, fetched_at
         )
+
+    async def _unchanged(self, event: HarvestEvent, deadline: float) -> list[str] | None:
+        """Refresh: when the stored page's inputs are byte-identical now, settle the event as unchanged and
+        return the page's recorded links; None when the page must be rendered again."""
+        from .revalidate import unchanged
+
+        url = event.url
+        fp = self.fingerprints[url]
+        links = self.resume_links.get(url)
+        if links is None or not await asyncio.to_thread(self.memory.has_page, fp.get("final_url") or url):
+            return None
+        try:
+            same = await unchanged(self, url, fp, deadline)
+        except Exception:  # noqa: BLE001 - any doubt means rendering the page again
+            logger.exception("revalidating %s failed; rendering it again", url)
+            return None
+        if not same:
+            return None
+        event.unchanged = True
+        event.fingerprint = fp
+        event.final_url = fp.get("final_url")
+        event.status = fp.get("status")
+        event.links = list(links)
+        self.final_seen.add(canonical_url(fp.get("final_url") or url))
+        self._finish(event, "skipped", "unchanged since the last harvest (document and scripts identical)")
+        return list(links)
 
     def _navigation_error(
         self,

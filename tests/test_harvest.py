@@ -148,7 +148,8 @@ def test_edited_page_replaces_chunks_without_reembedding_others(local_site, brt_
     )
     before = embedder.texts_embedded
     second = harvest(charter, memory=mem, refresh=True)
-    assert second.pages_stored == 2
+    assert second.pages_stored == 1  # a.html is unchanged: not rendered again (test_refresh_... below)
+    assert _by_url(second)[local_site.url("a.html")]["unchanged"] is True
     assert embedder.texts_embedded - before == 1 == second.chunks_embedded  # only the edited page's new chunk
     texts = [c["text"] for c in _chunks(mem)]
     assert not any("Spring tides" in t for t in texts)
@@ -292,3 +293,56 @@ def test_replay_keeps_a_page_whose_script_navigates_to_a_url_missing_from_the_ha
     assert event["outcome"] == "stored", (event["reason"], event["final_url"])
     stored = open_memory(charter, create=False).page(url)
     assert stored is not None and "forty containers" in stored.text
+
+
+def test_refresh_renders_only_pages_whose_document_or_scripts_changed(local_site, brt_home, embedder):
+    """A refresh fetches each stored page's document and its scripts/XHR again without a browser; only a page
+    whose inputs changed is rendered and stored again."""
+    local_site.write(
+        "feed.html",
+        page(
+            "Harbour feed",
+            "The harbour feed page shows the latest notice, loaded by a script from a text file.",
+            body_extra='<script src="feed.js"></script>',
+        ),
+    )
+    local_site.write(
+        "feed.js",
+        "fetch('notice.txt').then(function (r) { return r.text(); }).then(function (t) {"
+        " var p = document.createElement('p'); p.textContent = t;"
+        " document.querySelector('article').appendChild(p); });",
+    )
+    local_site.write("notice.txt", "Notice one: the ferry to the island leaves from berth four this week.")
+    seeds = [local_site.url(n) for n in ("a.html", "b.html", "feed.html")]
+    charter = local_site.charter(seeds=seeds, max_depth=0)
+    mem = open_memory(charter)
+    first = harvest(charter, memory=mem)
+    assert first.pages_stored == 3
+    feed = _by_url(first)[local_site.url("feed.html")]
+    assert set(feed["fingerprint"]["deps"]) == {local_site.url("feed.js"), local_site.url("notice.txt")}
+    assert "Notice one" in mem.page(local_site.url("feed.html")).text
+
+    # nothing changed: no page rendered, nothing embedded, each input requested once (by the check)
+    local_site.requests.clear()
+    same = harvest(charter, memory=mem, refresh=True)
+    events = _by_url(same)
+    assert same.pages_stored == 0 and same.chunks_embedded == 0
+    assert all(e["outcome"] == "skipped" and e.get("unchanged") for e in events.values()), events
+    paths = [p for _h, p in local_site.requests if p != "/robots.txt"]
+    assert sorted(paths) == ["/a.html", "/b.html", "/feed.html", "/feed.js", "/notice.txt"]
+
+    # only the text the script fetches changes: that page is rendered again, the others are not
+    local_site.write("notice.txt", "Notice two: the ferry to the island now leaves from berth seven.")
+    before = embedder.texts_embedded
+    changed = harvest(charter, memory=mem, refresh=True)
+    events = _by_url(changed)
+    assert events[local_site.url("feed.html")]["outcome"] == "stored"
+    assert events[local_site.url("a.html")].get("unchanged") and events[local_site.url("b.html")].get("unchanged")
+    text = mem.page(local_site.url("feed.html")).text
+    assert "Notice two" in text and "Notice one" not in text
+    assert embedder.texts_embedded - before == changed.chunks_embedded >= 1
+    assert not any("Notice one" in c["text"] for c in _chunks(mem))
+
+    # a refresh right after still finds everything unchanged (the new fingerprint was recorded)
+    again = harvest(charter, memory=mem, refresh=True)
+    assert again.pages_stored == 0 and again.counts()["skipped"] == 3
