@@ -219,7 +219,9 @@ async def route_navigation(
         # every hop was checked: send the browser straight to the final URL (one redirect it follows itself)
         await _safe(route.fulfill(status=302, headers={"location": current}, body=""))
     else:
-        await _safe(route.fulfill(response=response))
+        from .downloads import fulfill_navigation  # a download's body never reaches the browser
+
+        await _safe(fulfill_navigation(route, response))
     return True
 
 
