@@ -28,6 +28,7 @@ __all__ = [
     "har_path_for",
     "install_websocket_guard",
     "open_browser",
+    "websocket_refusal",
 ]
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,10 @@ download, so the harvest records it as one) and withholds the body."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.async_api import APIResponse, Route
 
 __all__ = ["download_reason", "fulfill_navigation"]
 
@@ -63,7 +66,7 @@ def download_reason(headers: dict[str, str], head: bytes | None = None) -> str |
     return f"Content-Type: {ctype}"
 
 
-async def fulfill_navigation(route: Any, response: Any) -> None:
+async def fulfill_navigation(route: Route, response: APIResponse) -> None:
     """Answer the browser's navigation ``route`` with ``response`` (a Playwright APIResponse brt fetched); when
     it would be a download, with its status and headers only (0 bytes of body reach the browser)."""
     headers = {k.lower(): v for k, v in response.headers.items()}

@@ -164,8 +164,9 @@ def test_download_navigations_write_zero_bytes(bgserver, brt_home, embedder, iso
 
 
 @needs_chromium
-def test_download_bytes_reach_disk_without_withholding(bgserver, brt_home, embedder, isolated_dirs, tmp_path,
-                                                       monkeypatch):
+def test_download_bytes_reach_disk_without_withholding(
+    bgserver, brt_home, embedder, isolated_dirs, tmp_path, monkeypatch
+):
     """The control for the test above (and why orchestrator/downloads.py exists): when the body of a download
     reaches Chromium, Chromium writes it to a temporary file in TMPDIR although the context denies downloads."""
     import orchestrator.downloads as downloads
@@ -224,9 +225,7 @@ def test_websockets_only_to_allowed_hosts(bgserver, wsserver, brt_home, embedder
 
 
 @needs_chromium
-def test_websocket_refusals_are_recorded_as_websocket(
-    bgserver, wsserver, tmp_path, monkeypatch, loopback_websockets
-):
+def test_websocket_refusals_are_recorded_as_websocket(bgserver, wsserver, tmp_path, monkeypatch, loopback_websockets):
     """The session records a refused socket as a BlockedRequest of resource type "websocket" on its page; the
     SSRF guard applies too (a name mapped to loopback is refused unless named exactly)."""
     from orchestrator.browser import open_browser
