@@ -12,14 +12,24 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from .charter import url_allowed
 from .errors import BrowserNotFound, HarvestError
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, Request, Route
+    from playwright.async_api import Browser, BrowserContext, Page, Request, Route, WebSocketRoute
 
-__all__ = ["LAUNCH_ARGS", "BlockedRequest", "BrowserSession", "find_browser", "har_path_for", "open_browser"]
+__all__ = [
+    "LAUNCH_ARGS",
+    "BlockedRequest",
+    "BrowserSession",
+    "find_browser",
+    "har_path_for",
+    "install_websocket_guard",
+    "open_browser",
+    "websocket_refusal",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -208,6 +218,7 @@ async def open_browser(
                 await context.route_from_har(str(replay), not_found="abort")
                 context.on("requestfailed", lambda request: _on_request_failed(session, request))
             await context.route("**/*", lambda route: _allowlist_route(session, allowed_domains, route))
+            await install_websocket_guard(session, allowed_domains)
             try:
                 yield session
             finally:
@@ -353,6 +364,67 @@ def _is_main_frame(request: Any) -> bool:
         return request.frame.parent_frame is None
     except Exception:  # noqa: BLE001 - a frame that is gone
         return False
+
+
+#: WebSocket scheme -> the HTTP scheme whose allowlist and SSRF rules it follows.
+_WS_SCHEMES = {"ws": "http", "wss": "https"}
+_WS_POLICY_CLOSE = 1008  # RFC 6455 "policy violation"
+
+
+async def install_websocket_guard(session: BrowserSession, allowed_domains: list[str]) -> None:
+    """Route every WebSocket a page of ``session.context`` opens: only ``ws:``/``wss:`` URLs whose host passes
+    the charter's allowlist (as ``http:``/``https:``) and the SSRF guard connect; any other is closed before the
+    server is contacted and recorded in ``session.blocked`` (resource type ``websocket``). With ``--replay``
+    every WebSocket is refused (nothing touches the network).
+
+    The context-wide route catches every socket; each page also gets its own route (taking precedence) so a
+    refusal is attributed to the page that made it and shows in that page's event."""
+    context = session.context
+
+    async def on_page(page: Page) -> None:
+        try:
+            await page.route_web_socket(_any_url, lambda ws: _websocket_route(session, allowed_domains, ws, page))
+        except Exception as exc:  # noqa: BLE001 - a page closed at once; the context-wide route still guards
+            logger.debug("cannot route the WebSockets of a new page: %s", exc)
+
+    await context.route_web_socket(_any_url, lambda ws: _websocket_route(session, allowed_domains, ws, None))
+    context.on("page", on_page)
+
+
+def _any_url(url: str) -> bool:
+    return True  # every WebSocket, whatever its URL (a pattern could let an odd spelling through unrouted)
+
+
+def websocket_refusal(url: str, allowed_domains: list[str], *, replay: bool) -> str | None:
+    """Why a WebSocket to ``url`` may not connect (before the SSRF guard), or None when it may."""
+    if replay:
+        return "WebSocket refused in replay"
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "unparsable URL"
+    scheme = _WS_SCHEMES.get(parts.scheme.lower())
+    if scheme is None:
+        return f"not a ws:/wss: URL ({parts.scheme or 'no scheme'})"
+    if not url_allowed(urlunsplit((scheme, *parts[1:])), allowed_domains):
+        return "not on allowed_domains"
+    return None
+
+
+async def _websocket_route(
+    session: BrowserSession, allowed_domains: list[str], ws: WebSocketRoute, page: Page | None
+) -> None:
+    url = ws.url
+    reason = websocket_refusal(url, allowed_domains, replay=session.replay is not None)
+    if reason is None and session.guard is not None:
+        parts = urlsplit(url)
+        reason = await session.guard.check(urlunsplit((_WS_SCHEMES[parts.scheme.lower()], *parts[1:])))
+    if reason is None:
+        ws.connect_to_server()
+        return
+    logger.info("blocked websocket to %s (%s)", url, reason)
+    session.blocked.append(BlockedRequest(url, "websocket", reason, navigation=False, page=page))
+    await ws.close(code=_WS_POLICY_CLOSE, reason="blocked by brt")
 
 
 def _leaves_loaded_page(request: Any, allowed_domains: list[str]) -> bool:

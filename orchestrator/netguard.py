@@ -217,9 +217,9 @@ async def route_navigation(
             fetcher.stash(result.hops[-1], result)
             await _safe(route.fulfill(status=302, headers={"location": result.hops[-1]}, body=""))
             return result
-        await _safe(
-            route.fulfill(status=result.status or 200, headers=_header_dict(result.headers), body=result.body)
-        )
+        from .downloads import fulfill_navigation
+
+        await _safe(fulfill_navigation(route, result.status or 200, _header_dict(result.headers), result.body))
         return result
     if result.kind == "too large":
         logger.info("%s: %s", url, result.reason)
