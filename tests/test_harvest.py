@@ -163,11 +163,18 @@ def test_replay_works_with_the_server_down(local_site, brt_home, embedder):
     live = harvest(charter, memory=mem)
     local_site.stop()
 
-    replayed = harvest(charter, memory=mem, replay=live.har_path, refresh=True)
+    # into a fresh store: every page rendered from the HAR, same outcomes as live
+    fresh = local_site.charter(max_depth=1, charter_id="site_replayed")
+    replayed = harvest(fresh, replay=live.har_path)
     assert {e["url"]: e["outcome"] for e in replayed.events} == {e["url"]: e["outcome"] for e in live.events}
-    assert replayed.chunks_embedded == 0  # same content, nothing embedded again
-    assert "coloured lamps" in mem.page(local_site.url("js.html")).text
+    assert "coloured lamps" in open_memory(fresh).page(local_site.url("js.html")).text
     assert replayed.har_path != live.har_path and replayed.har_path.is_file()
+
+    # a refresh of the live store from the same HAR: every stored page found unchanged, nothing embedded
+    again = harvest(charter, memory=mem, replay=live.har_path, refresh=True)
+    stored = {e["url"] for e in live.events if e["outcome"] == "stored"}
+    assert {e["url"] for e in again.events if e.get("unchanged")} == stored
+    assert again.chunks_embedded == 0 and again.pages_stored == 0
 
     # a URL missing from the HAR is aborted, never fetched
     missing = local_site.charter(
