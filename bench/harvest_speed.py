@@ -90,6 +90,7 @@ def run_harvest(charter, har, memory, *, refresh: bool, embed_t: _Timer, chunk_t
         "wall_s": round(wall, 2),
         "elapsed_s": report.elapsed_s,
         "outcomes": report.counts(),
+        "unchanged": sum(1 for e in report.events if e.get("unchanged")),  # refresh: not rendered again
         "pages_stored": report.pages_stored,
         "chunks_total": report.chunks_total,
         "chunks_embedded": report.chunks_embedded,

@@ -107,7 +107,12 @@ def cli(verbose: int) -> None:
 @click.option(
     "--via", type=click.Choice(["playwright", "devtools-mcp"]), default="playwright", show_default=True
 )
-@click.option("--refresh", is_flag=True, help="Fetch pages again even when they are already stored.")
+@click.option(
+    "--refresh",
+    is_flag=True,
+    help="Check stored pages again: a page whose document and scripts are byte-identical is kept as stored "
+    "(not rendered again); any other is fetched, rendered and replaced.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the harvest report as one JSON document.")
 @_handle_errors
 def harvest(

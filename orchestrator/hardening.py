@@ -253,16 +253,22 @@ def is_pdf_candidate(h: Any, event: Any) -> bool:
     return reason == "unsupported content type (download)" and path.endswith(".pdf")
 
 
-async def fetch_pdf(h: Any, event: Any, deadline: float, t0: float) -> tuple[list[str], bool]:
+async def fetch_pdf(
+    h: Any, event: Any, deadline: float, t0: float, fetched: Any = None
+) -> tuple[list[str], bool]:
     """Fetch a PDF's bytes with the document fetcher (allowlist and SSRF checked on every redirect hop, the
-    byte cap counted while the body streams in), extract it and hand it to the writer. Returns (links,
-    queued) like ``_visit_with``."""
+    byte cap counted while the body streams in), extract it and hand it to the writer. ``fetched`` is the
+    navigation's own fetch result when it holds the whole PDF already (then nothing is fetched again).
+    Returns (links, queued) like ``_visit_with``."""
     from .harvest import _Fetched, _now  # noqa: PLC0415 - avoid an import cycle
 
     url = event.final_url or event.url
     cap = max_page_bytes(h)
     try:
-        result = await h.session.fetcher.fetch(url, deadline=deadline, max_bytes=cap)
+        if fetched is not None and fetched.kind == "ok" and fetched.content_type in PDF_TYPES:
+            result = fetched
+        else:
+            result = await h.session.fetcher.fetch(url, deadline=deadline, max_bytes=cap)
     finally:
         event.timings.fetch_s = time.monotonic() - t0
     event.final_url = result.url

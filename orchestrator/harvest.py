@@ -502,7 +502,7 @@ class _Harvest:
         """Fetch and extract; returns (allowed links, whether the page went to the writer)."""
         from .revalidate import DependencyWatch
 
-        with DependencyWatch(page) as watch:
+        with DependencyWatch(page, replay=self.replay is not None) as watch:
             return await self._read_page(page, event, responses, watch)
 
     async def _read_page(
@@ -549,9 +549,10 @@ class _Harvest:
             logger.info("load event of %s timed out after %.0fs; taking the DOM as it is", url, timeout_s)
         except PlaywrightError as exc:
             event.timings.fetch_s = time.monotonic() - t0
-            self._navigation_error(event, exc, blocked_before, responses, session.nav_results.get(page))
+            nav = session.nav_results.get(page)
+            self._navigation_error(event, exc, blocked_before, responses, nav)
             if _hard.is_pdf_candidate(self, event):
-                return await _hard.fetch_pdf(self, event, deadline, t0)
+                return await _hard.fetch_pdf(self, event, deadline, t0, nav)
             return [], False
         finally:
             session.expected_navigations.discard(url)

@@ -264,7 +264,9 @@ def build_server() -> MCPServer:
     async def harvest(
         charter_path: CharterPath,
         ctx: Context,
-        refresh: Annotated[bool, Field(description="Fetch pages again even when already stored.")] = False,
+        refresh: Annotated[
+            bool, Field(description="Check stored pages again; re-render only those whose inputs changed.")
+        ] = False,
         via: Annotated[
             Literal["playwright", "devtools-mcp"],
             Field(description="playwright (default) or devtools-mcp (through the chrome-devtools-mcp package)."),

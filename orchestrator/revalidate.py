@@ -37,6 +37,7 @@ FINGERPRINT_VERSION = 1
 _DEP_TYPES = ("script", "xhr", "fetch")
 _MAX_DEPS = 200
 _BODY_WAIT_S = 2.0
+REFUSED = "refused"
 
 
 def _sha(data: bytes) -> str:
@@ -44,11 +45,15 @@ def _sha(data: bytes) -> str:
 
 
 class DependencyWatch:
-    """Collects the main frame's script/XHR/fetch responses of one page visit (attach before navigating)."""
+    """Collects the main frame's script/XHR/fetch responses of one page visit (attach before navigating), and
+    the requests brt itself refused (off the allowlist, an internal address, missing from the replay HAR):
+    those are refused again next time, so they are inputs too ("refused")."""
 
-    def __init__(self, page: Any):
+    def __init__(self, page: Any, *, replay: bool = False):
         self.page = page
+        self.replay = replay
         self.responses: list[Any] = []
+        self.refused: set[str] = set()
         self.unusable: str | None = None  # why the visit cannot be fingerprinted
 
     def __enter__(self) -> DependencyWatch:
@@ -72,12 +77,18 @@ class DependencyWatch:
             return
         if request.method != "GET":
             self.unusable = f"{request.method} {request.resource_type} request"
-        self.responses.append(response)
+        if not 300 <= response.status < 400:  # a redirect's target is recorded under the chain's first URL
+            self.responses.append(response)
 
     def _on_failed(self, request: Any) -> None:
-        if self._is_dep(request) and self.unusable is None:
-            # an input that failed may well succeed next time (or was refused): nothing to compare with
-            self.unusable = f"{request.resource_type} request failed: {request.url}"
+        if not self._is_dep(request):
+            return
+        failure = request.failure or ""
+        if "ERR_BLOCKED_BY_CLIENT" in failure or (self.replay and "ERR_FAILED" in failure):
+            self.refused.add(request.url.split("#", 1)[0])  # brt's own refusal: the same next time
+        elif self.unusable is None:
+            # a network failure may well succeed next time: nothing to compare with
+            self.unusable = f"{request.resource_type} request failed ({failure}): {request.url}"
 
 
 async def fingerprint(
@@ -115,6 +126,12 @@ async def fingerprint(
     async def body(r: Any) -> bytes:
         return await r.body()
 
+    def first_url(r: Any) -> str:
+        request = r.request
+        while request.redirected_from is not None:
+            request = request.redirected_from
+        return request.url.split("#", 1)[0]
+
     try:
         bodies = await asyncio.wait_for(
             asyncio.gather(*(body(r) for r in deps.values())), timeout=_BODY_WAIT_S
@@ -123,6 +140,10 @@ async def fingerprint(
         logger.debug("no fingerprint for %s: a script or request body is unavailable (%s)", final_url, exc)
         return None
     fp["deps"] = {url: [r.status, _sha(b)] for (url, r), b in zip(deps.items(), bodies, strict=True)}
+    for r, b in zip(deps.values(), bodies, strict=True):
+        fp["deps"].setdefault(first_url(r), [r.status, _sha(b)])  # fetched again, the chain must end the same
+    for url in watch.refused:
+        fp["deps"].setdefault(url, [None, REFUSED])
     return fp
 
 
@@ -165,13 +186,25 @@ async def unchanged(h: Any, url: str, fp: dict[str, Any], deadline: float) -> bo
     if doc[3] != fp.get("url"):  # the redirects now end elsewhere
         return False
     deps: dict[str, list[Any]] = fp.get("deps") or {}
-    if not deps:
-        return True
-    results = await asyncio.gather(*(source.get(dep, deadline) for dep in deps))
+    refused = [url for url, expected in deps.items() if list(expected)[1:] == [REFUSED]]
+    for url in refused:
+        if not await _still_refused(h, url):
+            return False
+    fetched = [url for url in deps if url not in refused]
+    results = await asyncio.gather(*(source.get(dep, deadline) for dep in fetched))
     return all(
-        got is not None and [got[0], got[1]] == list(expected)
-        for got, expected in zip(results, deps.values(), strict=True)
+        got is not None and [got[0], got[1]] == list(deps[url]) for url, got in zip(fetched, results, strict=True)
     )
+
+
+async def _still_refused(h: Any, url: str) -> bool:
+    """Would brt refuse this request again (allowlist, internal address, missing from the replay HAR)?"""
+    if not h.charter.allows(url):
+        return True
+    if h.replay is not None:
+        return url.split("#", 1)[0] not in h.replay_index.entries
+    guard = getattr(h.session, "guard", None)
+    return guard is not None and await guard.check(url) is not None
 
 
 class _LiveSource:

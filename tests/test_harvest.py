@@ -310,7 +310,7 @@ def test_refresh_renders_only_pages_whose_document_or_scripts_changed(local_site
         page(
             "Harbour feed",
             "The harbour feed page shows the latest notice, loaded by a script from a text file.",
-            body_extra='<script src="feed.js"></script>',
+            body_extra=f'<script src="feed.js"></script><script src="{local_site.offsite_url("ads.js")}"></script>',
         ),
     )
     local_site.write(
@@ -326,7 +326,9 @@ def test_refresh_renders_only_pages_whose_document_or_scripts_changed(local_site
     first = harvest(charter, memory=mem)
     assert first.pages_stored == 3
     feed = _by_url(first)[local_site.url("feed.html")]
-    assert set(feed["fingerprint"]["deps"]) == {local_site.url("feed.js"), local_site.url("notice.txt")}
+    deps = feed["fingerprint"]["deps"]
+    assert set(deps) == {local_site.url("feed.js"), local_site.url("notice.txt"), local_site.offsite_url("ads.js")}
+    assert deps[local_site.offsite_url("ads.js")] == [None, "refused"]  # off the allowlist: refused again next time
     assert "Notice one" in mem.page(local_site.url("feed.html")).text
 
     # nothing changed: no page rendered, nothing embedded, each input requested once (by the check)
