@@ -68,12 +68,12 @@ def init_state(h: Any) -> None:
 async def start(h: Any) -> None:
     events = await asyncio.to_thread(_journal_events, h.memory)
     h.resume_links = load_links(events)
-    if h.refresh:  # a refresh first checks whether stored pages changed (orchestrator/revalidate.py)
-        from .revalidate import ReplayIndex, load_fingerprints
+    from .revalidate import ReplayIndex, load_fingerprints
 
+    if h.refresh:  # a refresh first checks whether stored pages changed (orchestrator/revalidate.py)
         h.fingerprints = load_fingerprints(events)
-        if h.replay is not None and h.fingerprints:
-            h.replay_index = await asyncio.to_thread(ReplayIndex, h.replay)
+    if h.replay is not None:  # the HAR's bodies: fingerprints without asking the browser for them
+        h.replay_index = await asyncio.to_thread(ReplayIndex, h.replay)
     h._journal_wake = asyncio.Event()
     h._journal_task = asyncio.create_task(_flusher(h), name="brt-journal")
 

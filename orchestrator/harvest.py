@@ -502,7 +502,7 @@ class _Harvest:
         """Fetch and extract; returns (allowed links, whether the page went to the writer)."""
         from .revalidate import DependencyWatch
 
-        with DependencyWatch(page, replay=self.replay is not None) as watch:
+        with DependencyWatch(page, replay=self.replay is not None, allowed=self.charter.allows) as watch:
             return await self._read_page(page, event, responses, watch)
 
     async def _read_page(
@@ -626,11 +626,19 @@ class _Harvest:
             event.timings.fetch_s = time.monotonic() - t0
             self._finish(event, "failed", f"cannot read the rendered page: {_first_line(exc)}")
             return [], False
-        if snapshot_html is None and not load_timed_out and event.partial is None:
+        if snapshot_html is None and event.partial is None:
             from .revalidate import fingerprint
 
+            # (a page whose load event never came was read at the timeout: the same inputs, read the same way)
+            # the response that made the document (not a 204 that cancelled a later script navigation)
+            document = response or next((r for r in reversed(responses) if r.status != 204 and r.ok), None)
             event.fingerprint = await fingerprint(
-                response, watch, final_url=final_url, selector=selector, javascript=self.settings.javascript
+                document,
+                watch,
+                final_url=final_url,
+                selector=selector,
+                javascript=self.settings.javascript,
+                known=self._known_sha(nav),
             )
         fetched_at = _now()
         event.timings.fetch_s = time.monotonic() - t0
@@ -638,10 +646,21 @@ class _Harvest:
             event, html, final_url, links, headers, selector, region_html, status, content_type, fetched_at
         )
 
+    def _known_sha(self, nav: Any) -> Callable[[str], str | None]:
+        """sha256 of bodies brt holds without asking the browser: the replay HAR's, or the document it fetched."""
+        if self.replay_index is not None:
+            return self.replay_index.sha
+        if nav is not None and nav.kind == "ok":
+            from .revalidate import sha256_hex
+
+            digest = sha256_hex(nav.body)
+            return lambda url: digest if url == nav.url else None
+        return lambda _url: None
+
     async def _unchanged(self, event: HarvestEvent, deadline: float) -> list[str] | None:
         """Refresh: when the stored page's inputs are byte-identical now, settle the event as unchanged and
         return the page's recorded links; None when the page must be rendered again."""
-        from .revalidate import unchanged
+        from .revalidate import what_changed
 
         url = event.url
         fp = self.fingerprints[url]
@@ -649,11 +668,12 @@ class _Harvest:
         if links is None or not await asyncio.to_thread(self.memory.has_page, fp.get("final_url") or url):
             return None
         try:
-            same = await unchanged(self, url, fp, deadline)
+            changed = await what_changed(self, url, fp, deadline)
         except Exception:  # noqa: BLE001 - any doubt means rendering the page again
             logger.exception("revalidating %s failed; rendering it again", url)
             return None
-        if not same:
+        if changed is not None:
+            logger.info("refresh: %s changed (%s); rendering it again", url, changed)
             return None
         event.unchanged = True
         event.fingerprint = fp

@@ -23,11 +23,20 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
-__all__ = ["FINGERPRINT_VERSION", "DependencyWatch", "ReplayIndex", "fingerprint", "load_fingerprints", "unchanged"]
+__all__ = [
+    "FINGERPRINT_VERSION",
+    "DependencyWatch",
+    "ReplayIndex",
+    "fingerprint",
+    "load_fingerprints",
+    "sha256_hex",
+    "what_changed",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +49,7 @@ _BODY_WAIT_S = 2.0
 REFUSED = "refused"
 
 
-def _sha(data: bytes) -> str:
+def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
@@ -49,12 +58,16 @@ class DependencyWatch:
     the requests brt itself refused (off the allowlist, an internal address, missing from the replay HAR):
     those are refused again next time, so they are inputs too ("refused")."""
 
-    def __init__(self, page: Any, *, replay: bool = False):
+    def __init__(self, page: Any, *, replay: bool = False, allowed: Callable[[str], bool] | None = None):
         self.page = page
         self.replay = replay
+        self.allowed = allowed
         self.responses: list[Any] = []
         self.refused: set[str] = set()
         self.unusable: str | None = None  # why the visit cannot be fingerprinted
+        # Bodies are asked for as soon as each response arrives: once a script tries to navigate the tab
+        # away (even a navigation brt cancels), Chromium no longer hands out the earlier responses' bodies.
+        self._bodies: dict[int, asyncio.Task[bytes]] = {}
 
     def __enter__(self) -> DependencyWatch:
         self.page.on("response", self._on_response)
@@ -64,6 +77,18 @@ class DependencyWatch:
     def __exit__(self, *exc: object) -> None:
         self.page.remove_listener("response", self._on_response)
         self.page.remove_listener("requestfailed", self._on_failed)
+        for task in self._bodies.values():
+            task.cancel()
+
+    def _want_body(self, response: Any) -> None:
+        task = asyncio.get_running_loop().create_task(response.body())
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no "never retrieved"
+        self._bodies[id(response)] = task
+
+    async def body(self, response: Any) -> bytes:
+        """The body of a response seen by this watch (asked for when it arrived)."""
+        task = self._bodies.get(id(response))
+        return await (task if task is not None else response.body())
 
     def _is_dep(self, request: Any) -> bool:
         try:
@@ -73,84 +98,110 @@ class DependencyWatch:
 
     def _on_response(self, response: Any) -> None:
         request = response.request
+        redirect = 300 <= response.status < 400
+        try:
+            document = request.is_navigation_request() and request.frame == self.page.main_frame
+        except Exception:  # noqa: BLE001 - a frame that is gone
+            document = False
+        if document and not redirect:
+            self._want_body(response)
         if not self._is_dep(request):
             return
         if request.method != "GET":
             self.unusable = f"{request.method} {request.resource_type} request"
-        if not 300 <= response.status < 400:  # a redirect's target is recorded under the chain's first URL
+        if not redirect:  # a redirect's target is recorded under the chain's first URL
             self.responses.append(response)
+            self._want_body(response)
 
     def _on_failed(self, request: Any) -> None:
         if not self._is_dep(request):
             return
         failure = request.failure or ""
-        if "ERR_BLOCKED_BY_CLIENT" in failure or (self.replay and "ERR_FAILED" in failure):
-            self.refused.add(request.url.split("#", 1)[0])  # brt's own refusal: the same next time
+        off_allowlist = self.allowed is not None and not self.allowed(request.url)
+        if (
+            off_allowlist  # refused by brt whenever the page asks for it (whatever the failure reported)
+            or "ERR_BLOCKED_BY_CLIENT" in failure  # brt's own refusal: the same next time
+            or (self.replay and "ERR_FAILED" in failure)  # missing from the replay HAR
+            or failure in ("mixed-content", "csp")  # the browser's, decided by the page's own URL and headers
+        ):
+            self.refused.add(request.url.split("#", 1)[0])
         elif self.unusable is None:
             # a network failure may well succeed next time: nothing to compare with
             self.unusable = f"{request.resource_type} request failed ({failure}): {request.url}"
 
 
 async def fingerprint(
-    response: Any, watch: DependencyWatch | None, *, final_url: str, selector: str | None, javascript: bool
+    response: Any,
+    watch: DependencyWatch | None,
+    *,
+    final_url: str,
+    selector: str | None,
+    javascript: bool,
+    known: Callable[[str], str | None] | None = None,
 ) -> dict[str, Any] | None:
-    """The fingerprint of a page just read, or None when it cannot be taken."""
+    """The fingerprint of a page just read, or None when it cannot be taken. ``known(url)`` gives the sha256
+    of a body brt already holds (the document it fetched itself, or the replay HAR's response) so the
+    browser is asked only for the others."""
     from playwright.async_api import Error as PlaywrightError
 
     if response is None:
         return None
+    known = known or (lambda _url: None)
+
+    async def sha_of(r: Any) -> str:
+        held = known(r.url.split("#", 1)[0])
+        if held is not None:
+            return held
+        try:
+            return sha256_hex(await (watch.body(r) if watch is not None else r.body()))
+        except PlaywrightError as exc:
+            raise PlaywrightError(f"{r.url}: {exc}") from exc
+
+    deps: dict[str, Any] = {}
+    if javascript and watch is not None:
+        if watch.unusable is not None or len(watch.responses) > _MAX_DEPS:
+            logger.debug("no fingerprint for %s: %s", final_url, watch.unusable or "too many scripts and requests")
+            return None
+        deps = {r.url.split("#", 1)[0]: r for r in watch.responses}
     try:
         headers = await response.all_headers()
-        doc = await asyncio.wait_for(response.body(), timeout=_BODY_WAIT_S)
+        shas = await asyncio.wait_for(
+            asyncio.gather(sha_of(response), *(sha_of(r) for r in deps.values())), timeout=_BODY_WAIT_S
+        )
     except (PlaywrightError, asyncio.TimeoutError) as exc:
-        logger.debug("no fingerprint for %s: %s", final_url, exc)
+        logger.debug("no fingerprint for %s: a body is unavailable (%s)", final_url, exc)
         return None
     fp: dict[str, Any] = {
         "v": FINGERPRINT_VERSION,
         "url": response.url,
         "final_url": final_url,
         "status": response.status,
-        "doc": _sha(doc),
+        "doc": shas[0],
         "meta": _meta(headers),
         "selector": selector,
         "javascript": javascript,
-        "deps": {},
+        "deps": {url: [r.status, sha] for (url, r), sha in zip(deps.items(), shas[1:], strict=True)},
     }
-    if not javascript or watch is None:
-        return fp
-    if watch.unusable is not None or len(watch.responses) > _MAX_DEPS:
-        logger.debug("no fingerprint for %s: %s", final_url, watch.unusable or "too many scripts and requests")
-        return None
-    deps = {r.url.split("#", 1)[0]: r for r in watch.responses}
-
-    async def body(r: Any) -> bytes:
-        return await r.body()
-
-    def first_url(r: Any) -> str:
-        request = r.request
-        while request.redirected_from is not None:
-            request = request.redirected_from
-        return request.url.split("#", 1)[0]
-
-    try:
-        bodies = await asyncio.wait_for(
-            asyncio.gather(*(body(r) for r in deps.values())), timeout=_BODY_WAIT_S
-        )
-    except (PlaywrightError, asyncio.TimeoutError) as exc:
-        logger.debug("no fingerprint for %s: a script or request body is unavailable (%s)", final_url, exc)
-        return None
-    fp["deps"] = {url: [r.status, _sha(b)] for (url, r), b in zip(deps.items(), bodies, strict=True)}
-    for r, b in zip(deps.values(), bodies, strict=True):
-        fp["deps"].setdefault(first_url(r), [r.status, _sha(b)])  # fetched again, the chain must end the same
-    for url in watch.refused:
-        fp["deps"].setdefault(url, [None, REFUSED])
+    for r, sha in zip(deps.values(), shas[1:], strict=True):
+        fp["deps"].setdefault(_first_url(r), [r.status, sha])  # fetched again, the chain must end the same
+    if watch is not None and javascript:
+        for url in watch.refused:
+            fp["deps"].setdefault(url, [None, REFUSED])
     return fp
 
 
+def _first_url(response: Any) -> str:
+    request = response.request
+    while request.redirected_from is not None:
+        request = request.redirected_from
+    return request.url.split("#", 1)[0]
+
+
 def _meta(headers: dict[str, str]) -> dict[str, str]:
-    """The response headers that reach the stored record (content type, Last-Modified for last_updated)."""
+    """The response headers that shape the stored record (content type, Last-Modified for last_updated) or
+    what the page's scripts may do (Content-Security-Policy)."""
     out = {}
-    for key in ("content-type", "last-modified"):
+    for key in ("content-type", "last-modified", "content-security-policy"):
         for name, value in headers.items():
             if name.lower() == key:
                 out[key] = value
@@ -171,30 +222,36 @@ def load_fingerprints(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
     return out
 
 
-async def unchanged(h: Any, url: str, fp: dict[str, Any], deadline: float) -> bool:
-    """True when the page's document and every recorded script/XHR response are byte-identical now."""
-    if fp.get("v") != FINGERPRINT_VERSION or fp.get("javascript") != bool(h.settings.javascript):
-        return False
+async def what_changed(h: Any, url: str, fp: dict[str, Any], deadline: float) -> str | None:
+    """None when the page's document and every recorded script/XHR response are byte-identical now (and
+    brt's own refusals still hold); else what differs."""
     from urllib.parse import urlsplit
 
+    if fp.get("v") != FINGERPRINT_VERSION:
+        return "fingerprint from another brt version"
+    if fp.get("javascript") != bool(h.settings.javascript):
+        return "javascript setting"
     if fp.get("selector") != h.charter.selector_for(urlsplit(fp.get("final_url") or url).hostname):
-        return False
+        return "selector"
     source = h.replay_index if h.replay is not None else _LiveSource(h.session.fetcher)
     doc = await source.get(url, deadline)
-    if doc is None or doc[0] != fp.get("status") or doc[1] != fp.get("doc") or doc[2] != fp.get("meta"):
-        return False
-    if doc[3] != fp.get("url"):  # the redirects now end elsewhere
-        return False
+    if doc is None:
+        return "document unavailable"
+    if doc[0] != fp.get("status") or doc[3] != fp.get("url"):
+        return f"document now HTTP {doc[0]} at {doc[3]}"
+    if doc[1] != fp.get("doc") or doc[2] != fp.get("meta"):
+        return "document"
     deps: dict[str, list[Any]] = fp.get("deps") or {}
-    refused = [url for url, expected in deps.items() if list(expected)[1:] == [REFUSED]]
-    for url in refused:
-        if not await _still_refused(h, url):
-            return False
-    fetched = [url for url in deps if url not in refused]
+    refused = [dep for dep, expected in deps.items() if list(expected)[1:] == [REFUSED]]
+    for dep in refused:
+        if not await _still_refused(h, dep):
+            return f"{dep} is no longer refused"
+    fetched = [dep for dep in deps if dep not in refused]
     results = await asyncio.gather(*(source.get(dep, deadline) for dep in fetched))
-    return all(
-        got is not None and [got[0], got[1]] == list(deps[url]) for url, got in zip(fetched, results, strict=True)
-    )
+    for dep, got in zip(fetched, results, strict=True):
+        if got is None or [got[0], got[1]] != list(deps[dep]):
+            return dep
+    return None
 
 
 async def _still_refused(h: Any, url: str) -> bool:
@@ -219,7 +276,7 @@ class _LiveSource:
         result = await self.fetcher.fetch(url, deadline=deadline)
         if result.kind != "ok":
             return None
-        return result.status, _sha(result.body), _meta(dict(result.headers)), result.url
+        return result.status, sha256_hex(result.body), _meta(dict(result.headers)), result.url
 
 
 class ReplayIndex:
@@ -242,9 +299,14 @@ class ReplayIndex:
                 body = base64.b64decode(text) if content.get("encoding") == "base64" else text.encode("utf-8")
                 location = response.get("redirectURL") or headers.get("location")
                 target = urljoin(url, location) if 300 <= status < 400 and location else None
-                self.entries[url] = (status, _sha(body), _meta(headers), target)
+                self.entries[url] = (status, sha256_hex(body), _meta(headers), target)
             except (KeyError, TypeError, ValueError) as exc:
                 logger.debug("replay index: skipping an entry: %s", exc)
+
+    def sha(self, url: str) -> str | None:
+        """The sha256 of the body the HAR holds for ``url`` itself (no redirect followed)."""
+        entry = self.entries.get(url.split("#", 1)[0])
+        return entry[1] if entry is not None and entry[3] is None else None
 
     async def get(self, url: str, deadline: float) -> tuple[int | None, str, dict[str, str], str] | None:
         current = url.split("#", 1)[0]
