@@ -1,0 +1,201 @@
+"""Browser crash (issue 6, item 9): killing Chromium mid-harvest makes brt relaunch it (at most 3 times), retry only
+the pages in flight, and finish with nothing stored twice; and a harvest leaves no Chromium process behind (no
+renderer leak). Real Chromium, real LanceDB in a temp folder, the real model; a slow site on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from orchestrator.charter import parse_charter
+from orchestrator.clean import har_files, merge_hars
+from orchestrator.config import open_memory
+from orchestrator.crash import BROWSER_CRASHED, MAX_RELAUNCHES
+from orchestrator.errors import BrowserCrashed
+from orchestrator.harvest import harvest
+from orchestrator.storecheck import check_store
+from tests.fixtures_crash import browser_processes, chromium_processes, kill_browser, start_slow_site
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("chromium") is None and not os.environ.get("BRT_BROWSER"), reason="needs Chromium"
+)
+
+
+def _charter(site, charter_id: str, *, max_pages: int = 100, concurrency: int = 4, timeout_s: int = 15):
+    return parse_charter(
+        {
+            "id": charter_id,
+            "title": "Slow site",
+            "allowed_domains": ["127.0.0.1"],
+            "seeds": [site.url("index.html")],
+            "harvest": {"max_pages": max_pages, "max_depth": 1, "concurrency": concurrency, "timeout_s": timeout_s},
+            "memory": {"use_concept_index": False},
+        }
+    )
+
+
+def _wait_for_baseline(baseline: int, timeout_s: float = 10.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    n = len(chromium_processes())
+    while n > baseline and time.monotonic() < deadline:
+        time.sleep(0.2)
+        n = len(chromium_processes())
+    return n
+
+
+class _Killer(threading.Thread):
+    """Kills the harvest's browser ``times`` times: each time once a browser not killed before runs and the site
+    has received ``after_hits`` page requests since it appeared (so pages are in flight in it)."""
+
+    def __init__(self, site, times: int, after_hits: int):
+        super().__init__(name="browser-killer", daemon=True)
+        self.site, self.times, self.after_hits = site, times, after_hits
+        self.killed: list[int] = []
+        self.in_flight_at_kill: list[int] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while len(self.killed) < self.times and not self.stop.is_set():
+            browser = next((p for p in browser_processes() if p.pid not in self.killed), None)
+            if browser is None:
+                time.sleep(0.05)
+                continue
+            hits = self.site.page_hits()
+            while self.site.page_hits() < hits + self.after_hits and not self.stop.is_set():
+                time.sleep(0.02)
+            if self.stop.is_set():
+                return
+            kill_browser(browser)
+            self.killed.append(browser.pid)
+
+
+def _stored_once(mem, run_events: list[dict]) -> None:
+    pages = mem.pages()
+    urls = [p.url for p in pages]
+    assert len(urls) == len(set(urls))
+    chunk_ids = [cid for p in pages for cid in p.chunk_ids]
+    assert len(chunk_ids) == len(set(chunk_ids))
+    stored = [e["url"] for e in run_events if e["outcome"] == "stored"]
+    assert len(stored) == len(set(stored)) == len(pages)
+    per_url = Counter(e["url"] for e in run_events)
+    assert max(per_url.values()) == 1  # one event per URL attempted
+    check = check_store(mem)
+    assert check.ok, check.problems
+
+
+def test_browser_killed_mid_harvest_is_relaunched_and_only_pages_in_flight_are_retried(brt_home, embedder, tmp_path):
+    site = start_slow_site(pages=20, delay_s=1.0)
+    baseline = len(chromium_processes())
+    try:
+        charter = _charter(site, "crash_once")
+        mem = open_memory(charter)
+        killer = _Killer(site, times=1, after_hits=6)
+        killer.start()
+        report = harvest(charter, memory=mem)
+        killer.stop.set()
+        killer.join(5)
+    finally:
+        site.stop()
+    assert len(killer.killed) == 1
+    assert report.browser_relaunches == 1
+    counts = report.counts()
+    assert counts["stored"] == 21 and counts["failed"] == 0, report.summary()
+    assert mem.count_pages() == 21
+    _stored_once(mem, report.events)
+
+    crashed = [e for e in report.events if any(a["reason"] == BROWSER_CRASHED for a in e["attempts"])]
+    assert 1 <= len(crashed) <= 4  # concurrency 4: the pages in flight at the kill, nothing else
+    for e in crashed:
+        assert [a["attempt"] for a in e["attempts"]] == [1, 2]
+        assert e["attempts"][0]["outcome"] == "failed" and e["attempts"][0]["error"]
+        assert e["outcome"] == "stored"
+    others = [e for e in report.events if e not in crashed]
+    assert all(len(e["attempts"]) == 1 for e in others)
+    # Pages handed to the writer before the crash were not fetched again: only the crashed ones were (their first
+    # request may not have left the browser before it died).
+    hits = Counter(path for _, path in site.log if path.startswith("/page/"))
+    crashed_paths = {"/" + e["url"].split("/", 3)[3] for e in crashed}
+    assert all(n == 1 for path, n in hits.items() if path not in crashed_paths), hits
+    assert all(1 <= hits[path] <= 2 for path in crashed_paths), hits
+
+    # One HAR per browser context; the crashed one is a placeholder that says it is incomplete.
+    assert len(report.har_paths) == 2 and report.har_incomplete == report.har_paths[:1]
+    lost = json.loads(report.har_paths[0].read_text())
+    assert lost["log"]["comment"].startswith("incomplete:") and BROWSER_CRASHED in lost["log"]["comment"]
+    second = json.loads(report.har_paths[1].read_text())
+    assert second["log"]["entries"] and "comment" not in second["log"]
+    merged = merge_hars(har_files(mem), tmp_path / "merged.har")  # what `brt clean` writes beside the snapshot
+    assert merged is not None
+    merged_log = json.loads(merged.read_text())["log"]
+    assert len(merged_log["entries"]) >= len(second["log"]["entries"])
+    assert "incomplete:" in merged_log.get("comment", "")
+
+    # The killed browser's helpers and the relaunched browser are all gone after the harvest.
+    assert _wait_for_baseline(baseline) == baseline
+
+
+def test_browser_killed_four_times_stops_after_three_relaunches(brt_home, embedder):
+    site = start_slow_site(pages=40, delay_s=0.8)
+    baseline = len(chromium_processes())
+    try:
+        charter = _charter(site, "crash_often", concurrency=3)
+        mem = open_memory(charter)
+        killer = _Killer(site, times=MAX_RELAUNCHES + 1, after_hits=3)
+        killer.start()
+        with pytest.raises(BrowserCrashed) as info:
+            harvest(charter, memory=mem)
+        killer.stop.set()
+        killer.join(5)
+    finally:
+        site.stop()
+    assert len(killer.killed) == MAX_RELAUNCHES + 1
+    assert f"after {MAX_RELAUNCHES} relaunches" in str(info.value)
+    report = info.value.report
+    assert report is not None and report.browser_relaunches == MAX_RELAUNCHES
+    assert len(report.har_paths) == MAX_RELAUNCHES + 1 and report.har_incomplete == report.har_paths
+    # Pages stored before the last crash stay stored, each once; every attempted URL's event is in the journal.
+    journal = [e for e in mem.events() if e.get("type", "harvest_event") == "harvest_event"]
+    assert sorted(e["url"] for e in journal) == sorted(e["url"] for e in report.events)
+    _stored_once(mem, journal)
+    assert report.pages_stored == mem.count_pages() > 0
+    gave_up = [e for e in report.events if "not relaunched" in (e["reason"] or "")]
+    assert gave_up and all(e["outcome"] == "failed" for e in gave_up)
+    assert report.not_attempted > 0  # the rest of the frontier was not tried in a browser that is gone
+    assert _wait_for_baseline(baseline) == baseline
+
+
+def test_harvest_leaves_no_chromium_process_behind(brt_home, embedder):
+    """About 130 pages: the count of Chromium processes stays flat while pages are opened and replaced, and is back
+    to its baseline after the harvest (no renderer leak)."""
+    site = start_slow_site(pages=130, delay_s=0.0)
+    baseline = len(chromium_processes())
+    samples: list[tuple[int, int]] = []  # (pages requested so far, Chromium processes)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            samples.append((site.page_hits(), len(chromium_processes())))
+            done.wait(0.25)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    try:
+        charter = _charter(site, "no_leak", max_pages=200)
+        mem = open_memory(charter)
+        sampler.start()
+        report = harvest(charter, memory=mem)
+    finally:
+        done.set()
+        sampler.join(5)
+        site.stop()
+    assert report.counts()["stored"] == 131
+    early = [n for hits, n in samples if 10 <= hits <= 50]
+    late = [n for hits, n in samples if hits >= 90]
+    assert early and late, samples
+    assert max(late) <= max(early) + 2, samples  # does not grow with the number of pages
+    assert _wait_for_baseline(baseline) == baseline
