@@ -1,6 +1,7 @@
 """A slow local site for the browser-crash tests (tests/test_crash.py): ``/index.html`` links to
 ``/page/0.html`` .. ``/page/{n-1}.html``, each page answering after ``delay_s`` so that several pages are in flight
-at any moment. Listens on 127.0.0.1 only (random port); ``/robots.txt`` is a 404.
+at any moment, and to ``/file/0.txt`` .. ``/file/{files-1}.txt`` (text/plain: skipped, so the harvest replaces the
+tab that read it). Listens on 127.0.0.1 only (random port); ``/robots.txt`` is a 404.
 
 Helpers to find and kill this process's Chromium (psutil) are here too."""
 
@@ -27,11 +28,16 @@ class SlowSite:
     server: ThreadingHTTPServer
     pages: int
     delay_s: float
+    files: int = 0
     log: list[tuple[float, str]] = field(default_factory=list)  # (time.monotonic(), path) of every request
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/{path.lstrip('/')}"
+
+    def requests(self) -> int:
+        with self.lock:
+            return len(self.log)
 
     def page_hits(self) -> int:
         with self.lock:
@@ -51,7 +57,7 @@ def _page(title: str, text: str, links: list[str]) -> bytes:
     ).encode()
 
 
-def start_slow_site(pages: int = 20, delay_s: float = 1.0) -> SlowSite:
+def start_slow_site(pages: int = 20, delay_s: float = 1.0, files: int = 0) -> SlowSite:
     ref: dict[str, SlowSite] = {}
 
     class Handler(BaseHTTPRequestHandler):
@@ -65,11 +71,18 @@ def start_slow_site(pages: int = 20, delay_s: float = 1.0) -> SlowSite:
             with site.lock:
                 site.log.append((time.monotonic(), self.path))
             if self.path == "/index.html":
-                body = _page("Slow site", BODY.format(n="index"), [f"/page/{n}.html" for n in range(site.pages)])
+                links = [f"/page/{n}.html" for n in range(site.pages)]
+                for n in reversed(range(site.files)):  # interleaved: a file after every few pages
+                    links.insert(min(len(links), (n + 1) * max(1, site.pages // max(1, site.files))), f"/file/{n}.txt")
+                body = _page("Slow site", BODY.format(n="index"), links)
+                ctype = "text/html; charset=utf-8"
             elif self.path.startswith("/page/") and self.path.endswith(".html"):
                 n = self.path[len("/page/") : -len(".html")]
                 time.sleep(site.delay_s)
                 body = _page(f"Slow page {n}", BODY.format(n=n), ["/index.html"])
+                ctype = "text/html; charset=utf-8"
+            elif self.path.startswith("/file/"):
+                body, ctype = b"plain text, not a page", "text/plain"
             else:
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
@@ -77,7 +90,7 @@ def start_slow_site(pages: int = 20, delay_s: float = 1.0) -> SlowSite:
                 return
             try:
                 self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -86,7 +99,7 @@ def start_slow_site(pages: int = 20, delay_s: float = 1.0) -> SlowSite:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    site = SlowSite(server, pages, delay_s)
+    site = SlowSite(server, pages, delay_s, files)
     ref["site"] = site
     threading.Thread(target=server.serve_forever, name="slow-site", daemon=True).start()
     return site
