@@ -48,6 +48,7 @@ _BATCH_PAGES = 8
 _BATCH_WAIT_S = 1.0
 _IDLE_WAIT_S = 2.0
 _USER_AGENT_TOKEN = "brt"
+_CRASH_EVENT_WAIT_S = 0.3
 
 
 @dataclass
@@ -502,6 +503,8 @@ class _Harvest:
         page.on("crash", on_crash)
         try:
             links, queued = await _hard.attempts(self, page, event, responses)
+            if not queued and not crashed and "ERR_ABORTED" in str(event.reason or ""):
+                await asyncio.sleep(_CRASH_EVENT_WAIT_S)  # a renderer crash aborts the navigation before it reports
         except PlaywrightError as exc:  # the browser went away under a call outside _visit_with's own care
             return [], False, page, exc, bool(crashed)
         finally:

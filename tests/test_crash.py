@@ -7,16 +7,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import threading
 import time
 from collections import Counter
 
 import pytest
 
+from orchestrator.browser import LAUNCH_ARGS, find_browser
 from orchestrator.charter import parse_charter
 from orchestrator.clean import har_files, merge_hars
 from orchestrator.config import open_memory
-from orchestrator.crash import BROWSER_CRASHED, MAX_RELAUNCHES
+from orchestrator.crash import BROWSER_CRASHED, MAX_RELAUNCHES, PAGE_CRASHED
 from orchestrator.errors import BrowserCrashed
 from orchestrator.harvest import harvest
 from orchestrator.storecheck import check_store
@@ -206,3 +208,92 @@ def test_harvest_leaves_no_chromium_process_behind(brt_home, embedder):
     assert early and late, samples
     assert max(late) <= max(early) + 2, samples  # does not grow with the number of pages
     assert _wait_for_baseline(baseline) == baseline
+
+
+def test_renderer_killed_mid_harvest_replaces_the_page_without_a_relaunch(brt_home, embedder):
+    site = start_slow_site(pages=12, delay_s=1.0)
+    killed: list[int] = []
+
+    def kill_renderers() -> None:
+        while site.page_hits() < 5:
+            time.sleep(0.02)
+        time.sleep(0.5)  # some tabs hold loaded pages now
+        for proc in chromium_processes():
+            try:
+                if "--type=renderer" in " ".join(proc.cmdline()):
+                    kill_browser(proc)  # SIGKILL: the renderers of the tabs; the browser lives on
+                    killed.append(proc.pid)
+            except Exception:  # noqa: BLE001 - a process gone meanwhile
+                continue
+
+    try:
+        charter = _charter(site, "renderer_crash")
+        mem = open_memory(charter)
+        killer = threading.Thread(target=kill_renderers, daemon=True)
+        killer.start()
+        report = harvest(charter, memory=mem)
+        killer.join(5)
+    finally:
+        site.stop()
+    assert killed
+    assert report.browser_relaunches == 0 and len(report.har_paths) == 1 and not report.har_incomplete
+    assert report.counts()["stored"] == 13, report.summary()
+    _stored_once(mem, report.events)
+    crashed = [e for e in report.events if any(a["reason"] == PAGE_CRASHED for a in e["attempts"])]
+    assert crashed and all(len(e["attempts"]) == 2 and e["outcome"] == "stored" for e in crashed)
+
+
+@pytest.fixture
+def attached_chromium(tmp_path):
+    """A headless Chromium with --remote-debugging-port=0, started by the test; yields (endpoint URL, process)."""
+    user_data = tmp_path / "chrome-profile"
+    proc = subprocess.Popen(
+        [
+            find_browser(),
+            "--headless",
+            "--remote-debugging-port=0",
+            "--remote-debugging-address=127.0.0.1",
+            f"--user-data-dir={user_data}",
+            *LAUNCH_ARGS,
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    port_file = user_data / "DevToolsActivePort"
+    deadline = time.monotonic() + 30
+    while not (port_file.is_file() and port_file.read_text().split()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    port = port_file.read_text().split()[0]
+    try:
+        yield f"http://127.0.0.1:{port}", proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_attached_browser_that_goes_away_is_not_relaunched(brt_home, embedder, attached_chromium):
+    endpoint, proc = attached_chromium
+    site = start_slow_site(pages=12, delay_s=1.0)
+
+    def kill_it() -> None:
+        while site.page_hits() < 3:
+            time.sleep(0.02)
+        proc.kill()
+
+    try:
+        charter = _charter(site, "attached_crash")
+        mem = open_memory(charter)
+        killer = threading.Thread(target=kill_it, daemon=True)
+        killer.start()
+        with pytest.raises(BrowserCrashed, match="--browser-url") as info:
+            harvest(charter, memory=mem, browser_url=endpoint)
+        killer.join(5)
+    finally:
+        site.stop()
+    report = info.value.report
+    assert report.browser_relaunches == 0
+    failed = [e for e in report.events if e["outcome"] == "failed"]
+    assert failed and all("not relaunched" in e["reason"] and "--browser-url" in e["reason"] for e in failed)
+    assert all(e["attempts"][-1]["reason"] == BROWSER_CRASHED for e in failed)
+    _stored_once(mem, [e for e in mem.events() if e.get("type", "harvest_event") == "harvest_event"])
