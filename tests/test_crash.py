@@ -149,7 +149,7 @@ def test_browser_killed_mid_harvest_is_relaunched_and_only_pages_in_flight_are_r
 
 
 def test_browser_killed_four_times_stops_after_three_relaunches(brt_home, embedder):
-    site = start_slow_site(pages=40, delay_s=0.8)
+    site = start_slow_site(pages=80, delay_s=0.8)  # more than the harvest reaches before the 4th kill
     baseline = len(chromium_processes())
     try:
         charter = _charter(site, "crash_often", concurrency=3)
