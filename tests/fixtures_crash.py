@@ -118,17 +118,22 @@ def chromium_processes() -> list[psutil.Process]:
 
 
 def browser_processes() -> list[psutil.Process]:
-    """The main Chromium browser processes descended from this process (a Chromium whose parent is not one)."""
+    """The main Chromium browser processes descended from this process (no ``--type=``: not a renderer, zygote,
+    GPU or utility process)."""
     out = []
     for proc in chromium_processes():
         try:
-            parent = proc.parent()
-            if parent is None or "chrom" not in parent.name().lower():
+            if not any(arg.startswith("--type=") for arg in proc.cmdline()):
                 out.append(proc)
         except psutil.Error:
             pass
     return out
 
 
-def kill_browser(proc: psutil.Process) -> None:
-    os.kill(proc.pid, signal.SIGKILL)
+def kill_browser(proc: psutil.Process) -> bool:
+    """SIGKILL ``proc``; False when it is gone already."""
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return False
+    return True

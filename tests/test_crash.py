@@ -12,6 +12,7 @@ import threading
 import time
 from collections import Counter
 
+import psutil
 import pytest
 
 from orchestrator.browser import LAUNCH_ARGS, find_browser
@@ -71,7 +72,11 @@ class _Killer(threading.Thread):
     def run(self) -> None:
         while len(self.killed) < self.times and not self.stop.is_set():
             browser = next((p for p in browser_processes() if p.pid not in self.killed), None)
-            if browser is None:
+            try:
+                starting = browser is not None and time.time() - browser.create_time() < 0.5
+            except psutil.Error:  # gone meanwhile
+                browser = None
+            if browser is None or starting:
                 time.sleep(0.05)
                 continue
             hits = self.site.page_hits()
@@ -79,8 +84,8 @@ class _Killer(threading.Thread):
                 time.sleep(0.02)
             if self.stop.is_set():
                 return
-            kill_browser(browser)
-            self.killed.append(browser.pid)
+            if kill_browser(browser):
+                self.killed.append(browser.pid)
 
 
 def _stored_once(mem, run_events: list[dict]) -> None:
