@@ -148,6 +148,7 @@ class BrowserSession:
     # Pages read in the current context (the caller appends): named in the note of a HAR a crash lost.
     pages_read: list[str] = field(default_factory=list)
     _launch: _Launch | None = field(default=None, repr=False)
+    _closed: bool = field(default=False, repr=False)  # the current context and browser were closed already
 
     @property
     def attached(self) -> bool:
@@ -173,8 +174,12 @@ class BrowserSession:
                 "brt does not relaunch a browser it attached to over --browser-url"
             )
         await _close_session(self, reason)
-        self.har_path = self.har_path.with_name(_har_name())
-        await _start_session(self)
+        crashed_har, self.har_path = self.har_path, self.har_path.with_name(_har_name())
+        try:
+            await _start_session(self)
+        except BaseException:
+            self.har_path = crashed_har  # nothing was recorded to the new path
+            raise
         self.relaunches += 1
         logger.warning(
             "%s: relaunched the browser (%d so far); recording to %s", reason, self.relaunches, self.har_path
@@ -272,6 +277,7 @@ async def _start_session(session: BrowserSession) -> None:
     try:
         context = await browser.new_context(**launch.context_options, record_har_path=str(session.har_path))
         session.context = context
+        session._closed = False  # noqa: SLF001
         session.har_paths.append(session.har_path)
         if session.replay is not None:
             # Registered first so it runs last: the allowlist route below falls back to it.
@@ -280,6 +286,7 @@ async def _start_session(session: BrowserSession) -> None:
         allowed_domains = launch.allowed_domains
         await context.route("**/*", lambda route: _allowlist_route(session, allowed_domains, route))
     except BaseException:
+        session._closed = True  # noqa: SLF001 - nothing of this attempt is left to close
         await _quietly(browser.close(), "closing the browser")
         raise
 
@@ -289,6 +296,9 @@ async def _close_session(session: BrowserSession, reason: str) -> None:
     disconnected). When the browser is already gone, Playwright cannot save the context's HAR: a placeholder
     HAR says so in its ``log.comment`` (naming the pages read in that context), the session lists it in
     ``har_incomplete`` and a warning is logged."""
+    if session._closed:  # noqa: SLF001 - a relaunch that failed closed it already
+        return
+    session._closed = True  # noqa: SLF001
     crashed = not session.connected()
     har = session.har_path
     if session.context is not None:

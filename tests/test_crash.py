@@ -66,7 +66,6 @@ class _Killer(threading.Thread):
         super().__init__(name="browser-killer", daemon=True)
         self.site, self.times, self.after_hits = site, times, after_hits
         self.killed: list[int] = []
-        self.in_flight_at_kill: list[int] = []
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -302,3 +301,37 @@ def test_attached_browser_that_goes_away_is_not_relaunched(brt_home, embedder, a
     assert failed and all("not relaunched" in e["reason"] and "--browser-url" in e["reason"] for e in failed)
     assert all(e["attempts"][-1]["reason"] == BROWSER_CRASHED for e in failed)
     _stored_once(mem, [e for e in mem.events() if e.get("type", "harvest_event") == "harvest_event"])
+
+
+def test_browser_that_cannot_be_relaunched_stops_the_harvest(brt_home, embedder, monkeypatch):
+    import orchestrator.browser as browser_mod
+    from orchestrator.errors import BrowserNotFound
+
+    real_start = browser_mod._start_session
+    starts: list[int] = []
+
+    async def start_once(session):
+        starts.append(1)
+        if len(starts) > 1:
+            raise BrowserNotFound("cannot launch the browser at /usr/bin/chromium: simulated")
+        await real_start(session)
+
+    monkeypatch.setattr(browser_mod, "_start_session", start_once)
+    site = start_slow_site(pages=12, delay_s=1.0)
+    baseline = len(chromium_processes())
+    try:
+        charter = _charter(site, "no_relaunch")
+        mem = open_memory(charter)
+        killer = _Killer(site, times=1, after_hits=3)
+        killer.start()
+        with pytest.raises(BrowserCrashed, match="could not be relaunched") as info:
+            harvest(charter, memory=mem)
+        killer.join(5)
+    finally:
+        site.stop()
+    report = info.value.report
+    assert report.browser_relaunches == 0 and report.har_incomplete == report.har_paths and len(report.har_paths) == 1
+    failed = [e for e in report.events if e["outcome"] == "failed"]
+    assert failed and all("not relaunched" in e["reason"] for e in failed)
+    _stored_once(mem, [e for e in mem.events() if e.get("type", "harvest_event") == "harvest_event"])
+    assert _wait_for_baseline(baseline) == baseline
