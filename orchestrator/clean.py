@@ -43,10 +43,12 @@ def har_files(memory: Memory) -> list[Path]:
 
 def merge_hars(hars: list[Path], dest: Path) -> Path | None:
     """Write one HAR holding every entry of ``hars``; the newest harvest's entries come first, so a replay
-    serves what was read last."""
+    serves what was read last. The ``log.comment`` of each (e.g. "incomplete: browser crashed ...", written when
+    a crash cut a recording short) is kept, one per line."""
     merged: dict[str, Any] | None = None
     entries: list[Any] = []
     pages: list[Any] = []
+    comments: list[str] = []
     for har in reversed(hars):
         try:
             data = json.loads(har.read_text(encoding="utf-8"))
@@ -58,10 +60,17 @@ def merge_hars(hars: list[Path], dest: Path) -> Path | None:
             merged = data
         entries.extend(body.get("entries", []))
         pages.extend(body.get("pages", []))
+        if body.get("comment"):
+            comments.append(f"{har.name}: {body['comment']}")
     if merged is None:
         return None
     merged["log"]["entries"] = entries
     merged["log"]["pages"] = pages
+    if comments:
+        merged["log"]["comment"] = "\n".join(comments)
+        incomplete = [c for c in comments if "incomplete:" in c]
+        if incomplete:
+            log.warning("the merged HAR %s is incomplete: %s", dest, "; ".join(incomplete))
     tmp = dest.with_suffix(".har.tmp")
     tmp.write_text(json.dumps(merged), encoding="utf-8")
     tmp.replace(dest)

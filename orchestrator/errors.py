@@ -4,6 +4,7 @@
     ├── CharterError         an invalid charter file (names the file and field path); CLI exit 2
     ├── BrowserNotFound      no Chromium/Chrome could be found or launched
     ├── HarvestError         a harvest could not run at all (single pages never raise: they become events)
+    │   └── BrowserCrashed   the browser crashed more often than brt relaunches it (or an attached one went away)
     └── HarvestBusy          another harvest of the same charter is running
 
 memory_store errors (memory_store.errors.MemoryStoreError) pass through unchanged; the CLI maps both families.
@@ -36,3 +37,13 @@ class HarvestError(BrtError):
 
 class HarvestBusy(HarvestError):
     pass
+
+
+class BrowserCrashed(HarvestError):
+    """The browser crashed more often than brt relaunches it (3 times per harvest), or a browser attached over
+    ``--browser-url`` went away (never relaunched). Pages stored before stay stored and every attempted URL's
+    event is recorded; ``report`` is the harvest's (partial) HarvestReport."""
+
+    def __init__(self, message: str, report: object | None = None):
+        super().__init__(message)
+        self.report = report

@@ -24,6 +24,7 @@ from urllib.robotparser import RobotFileParser
 
 from . import hardening as _hard
 from .browser import BrowserSession, har_path_for, open_browser
+from .crash import BROWSER_CRASHED, PAGE_CRASHED, BrowserWatch, crashed_attempt
 from .errors import HarvestBusy, HarvestError
 from .extract import ExtractedPage, extract_page, select_region
 from .progress import NullProgress, ProgressSink
@@ -47,6 +48,7 @@ _BATCH_PAGES = 8
 _BATCH_WAIT_S = 1.0
 _IDLE_WAIT_S = 2.0
 _USER_AGENT_TOKEN = "brt"
+_CRASH_EVENT_WAIT_S = 0.3
 
 
 @dataclass
@@ -127,7 +129,10 @@ class HarvestReport:
     har_path: Path | None = None
     replay: Path | None = None
     blocked_requests: list[str] = field(default_factory=list)
-    not_attempted: int = 0  # links found but not attempted because max_pages was reached
+    not_attempted: int = 0  # links found but not attempted because max_pages was reached (or the browser gave out)
+    browser_relaunches: int = 0  # crashed browsers replaced during the harvest (at most 3: orchestrator/crash.py)
+    har_paths: list[Path] = field(default_factory=list)  # every HAR recorded (one per browser context), oldest first
+    har_incomplete: list[Path] = field(default_factory=list)  # HARs a browser crash cut short (marked so inside)
 
     def counts(self) -> dict[str, int]:
         """Events per outcome (all four outcomes present, zero included)."""
@@ -139,9 +144,10 @@ class HarvestReport:
     def summary(self) -> str:
         """One line: counts by outcome, pages, chunks and time."""
         counts = ", ".join(f"{n} {outcome}" for outcome, n in self.counts().items())
+        relaunched = f"; browser relaunched {self.browser_relaunches}x" if self.browser_relaunches else ""
         return (
             f"{counts}; {self.pages_stored} pages stored, {self.chunks_total} chunks "
-            f"({self.chunks_embedded} newly embedded) in {self.elapsed_s:.1f}s"
+            f"({self.chunks_embedded} newly embedded) in {self.elapsed_s:.1f}s{relaunched}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -158,6 +164,9 @@ class HarvestReport:
             "replay": str(self.replay) if self.replay else None,
             "blocked_requests": list(self.blocked_requests),
             "not_attempted": self.not_attempted,
+            "browser_relaunches": self.browser_relaunches,
+            "har_paths": [str(p) for p in self.har_paths],
+            "har_incomplete": [str(p) for p in self.har_incomplete],
             "events": list(self.events),
         }
 
@@ -305,6 +314,7 @@ class _Harvest:
         self.replay_index: Any = None  # refresh with replay: the HAR's responses (revalidate.ReplayIndex)
         _hard.init_state(self)  # politeness, robots, resume links, journal (orchestrator/hardening.py)
         self.browser_url: str | None = None  # attach over CDP (a fresh context) instead of launching
+        self.watch: BrowserWatch | None = None  # browser crashes and relaunches (orchestrator/crash.py)
 
     async def run(self) -> HarvestReport:
         started = time.monotonic()
@@ -326,6 +336,7 @@ class _Harvest:
                 session.default_timeout_s = float(self.settings.timeout_s)
                 if session.fetcher is not None:
                     session.fetcher.max_bytes = _hard.max_page_bytes(self)
+                self.watch = BrowserWatch(session)
                 writer = asyncio.create_task(self._writer(), name="brt-writer")
                 try:
                     await self._crawl(session)
@@ -333,7 +344,14 @@ class _Harvest:
                     await self.queue.put(None)
                     await writer
                 self.report.blocked_requests = [b.url for b in session.blocked]
+            if self.watch.fatal is not None:
+                self.watch.fatal.report = self.report  # completed (events recorded) by the finally below
+                raise self.watch.fatal
         finally:
+            if self.session is not None:
+                self.report.browser_relaunches = self.session.relaunches
+                self.report.har_paths = list(self.session.har_paths)
+                self.report.har_incomplete = list(self.session.har_incomplete)
             self.report.elapsed_s = round(time.monotonic() - started, 3)
             self.report.chunks_embedded = max(0, self._texts_embedded() - embedded_before)
             await _hard.stop(self)
@@ -391,7 +409,7 @@ class _Harvest:
     async def _visit(self, pages: asyncio.Queue[Page], url: str, depth: int) -> list[str]:
         """Fetch one URL with a page from the pool; returns the allowed links found on it."""
         page = await pages.get()
-        if self.accepted >= self.settings.max_pages:
+        if self.accepted >= self.settings.max_pages or (self.watch is not None and self.watch.fatal is not None):
             self.report.not_attempted += 1
             pages.put_nowait(page)
             return []
@@ -399,28 +417,18 @@ class _Harvest:
         self.events.append(event)
         links: list[str] = []
         queued = False
-        responses: list[Response] = []
-
-        def on_response(response: Response) -> None:
-            try:
-                if response.request.is_navigation_request() and response.frame == page.main_frame:
-                    responses.append(response)
-            except Exception:  # a response of a frame that is already gone
-                pass
-
-        page.on("response", on_response)
+        used: list[Page] = []  # the pages this URL was tried in (a crash replaces the page)
         blocked_before = len(self.session.blocked)  # type: ignore[union-attr]
         try:
-            links, queued = await _hard.attempts(self, page, event, responses)
+            links, queued, page = await self._attempts(page, event, used)
         except Exception as exc:  # one page never stops the harvest
             logger.exception("unexpected error harvesting %s", url)
             self._finish(event, "failed", f"internal error: {type(exc).__name__}: {exc}")
         finally:
-            page.remove_listener("response", on_response)
             event.blocked_requests = [
                 b.url
                 for b in self.session.blocked[blocked_before:]  # type: ignore[union-attr]
-                if b.page is page and not b.navigation
+                if any(b.page is p for p in used) and not b.navigation
             ]
             if event.outcome != "stored" and not queued and event.reason != "HTTP 404" and not event.unchanged:
                 # After an error, a download or a viewer (PDF) the page may still be busy: use a fresh one.
@@ -430,6 +438,100 @@ class _Harvest:
                 self.progress.advance("fetch")
                 _hard.journal(self, event)
         return links
+
+    async def _attempts(self, page: Page, event: HarvestEvent, used: list[Page]) -> tuple[list[str], bool, Page]:
+        """``_hard.attempts`` (retries, politeness) in a page of the current browser. When the browser crashes
+        meanwhile it is relaunched and the URL tried once more in the new one; when only the page's renderer
+        crashed, in a fresh page (orchestrator/crash.py). Returns (links, queued, the page used last)."""
+        watch = self.watch
+        assert watch is not None
+        retried = False
+        while True:
+            generation = watch.generation
+            attempts_before = len(event.attempts)
+            links, queued, page, error, page_crashed = await self._attempt_in(page, event, used)
+            for n, entry in enumerate(event.attempts, start=1):  # numbered across crash retries
+                entry["attempt"] = n
+            if queued:
+                self.session.pages_read.append(event.final_url or event.url)  # type: ignore[union-attr]
+                return links, True, page
+            kind = await watch.classify(generation, event, error, page_crashed)
+            if kind is None:
+                if error is not None:
+                    raise error
+                return links, False, page
+            crashed_attempt(event, attempts_before, kind, error)
+            what = BROWSER_CRASHED if kind == "browser" else PAGE_CRASHED
+            logger.warning("%s while fetching %s", what, event.url)
+            if kind == "browser":
+                recovered = await watch.recover(generation)
+            else:
+                recovered = True
+                page = await self._replace_page(page)
+            if not recovered or retried:
+                event.timings.fetch_s = sum(float(a.get("s") or 0) for a in event.attempts)
+                if not recovered:
+                    self._finish(event, "failed", f"{what}; not relaunched: {watch.fatal}")
+                else:
+                    self._finish(event, "failed", f"{what} twice (tried once more after the first crash)")
+                return [], False, page
+            retried = True  # the pages in flight at a crash are tried once more, in the new browser or page
+            logger.info("trying %s again after the crash (%s)", event.url, what)
+            event.outcome, event.reason, event.status, event.final_url, event.retry_after = (
+                "failed",
+                None,
+                None,
+                None,
+                None,
+            )
+            event.bytes_read = 0
+
+    async def _attempt_in(
+        self, page: Page, event: HarvestEvent, used: list[Page]
+    ) -> tuple[list[str], bool, Page, Exception | None, bool]:
+        """One ``_hard.attempts`` run in ``page`` (or a page of the current browser when it is gone). Returns
+        (links, queued, page, the Playwright error that escaped, whether the page's renderer crashed)."""
+        from playwright.async_api import Error as PlaywrightError
+
+        responses: list[Response] = []
+        crashed: list[bool] = []
+        links: list[str] = []
+        queued = False
+        try:
+            page = await self._usable_page(page)
+        except (PlaywrightError, asyncio.TimeoutError) as exc:  # the browser is gone
+            return [], False, page, exc, False
+        used.append(page)
+
+        def on_response(response: Response) -> None:
+            try:
+                if response.request.is_navigation_request() and response.frame == page.main_frame:
+                    responses.append(response)
+            except Exception:  # a response of a frame that is already gone
+                pass
+
+        def on_crash(_page: Page) -> None:
+            crashed.append(True)
+
+        page.on("response", on_response)
+        page.on("crash", on_crash)
+        try:
+            links, queued = await _hard.attempts(self, page, event, responses)
+            if not queued and not crashed and "ERR_ABORTED" in str(event.reason or ""):
+                await asyncio.sleep(_CRASH_EVENT_WAIT_S)  # a renderer crash aborts the navigation before it reports
+        except PlaywrightError as exc:  # the browser went away under a call outside _visit_with's own care
+            return [], False, page, exc, bool(crashed)
+        finally:
+            page.remove_listener("response", on_response)
+            page.remove_listener("crash", on_crash)
+        return links, queued, page, None, bool(crashed)
+
+    async def _usable_page(self, page: Page) -> Page:
+        """``page``, or a new page of the current browser context when ``page`` is closed or belongs to a
+        browser that crashed and was replaced."""
+        if page.context is self.session.context and not page.is_closed():  # type: ignore[union-attr]
+            return page
+        return await asyncio.wait_for(self.session.context.new_page(), timeout=30)  # type: ignore[union-attr]
 
     async def _extract_and_queue(
         self,
@@ -490,11 +592,17 @@ class _Harvest:
     async def _replace_page(self, page: Page) -> Page:
         from playwright.async_api import Error as PlaywrightError
 
+        if page.context is not self.session.context or not self.session.connected():  # type: ignore[union-attr]
+            return page  # of a crashed browser: gone with it (the next visit takes a page of the new browser)
         try:
             await asyncio.wait_for(page.close(), timeout=5)  # a wedged page must not hang the harvest
         except (PlaywrightError, asyncio.TimeoutError):
             logger.info("closing a used page timed out; leaving it behind")
-        return await asyncio.wait_for(self.session.context.new_page(), timeout=30)  # type: ignore[union-attr]
+        try:
+            return await asyncio.wait_for(self.session.context.new_page(), timeout=30)  # type: ignore[union-attr]
+        except PlaywrightError as exc:  # the browser went away meanwhile: the next visit sees the crash
+            logger.info("cannot open a new page: %s", _first_line(exc))
+            return page
 
     async def _visit_with(
         self, page: Page, event: HarvestEvent, responses: list[Response]
@@ -515,6 +623,7 @@ class _Harvest:
         timeout_s = float(self.settings.timeout_s)
         t0 = time.monotonic()
         deadline = t0 + timeout_s
+        event.partial = event.fingerprint = None  # a retry starts clean
 
         if not self.refresh and await asyncio.to_thread(self.memory.has_page, url):
             known = self.resume_links.get(url)
@@ -774,6 +883,8 @@ class _Harvest:
                 if response is not None and 200 <= response.status < 300:
                     body = (await response.body())[:500_000].decode("utf-8", "replace")
             except PlaywrightError as exc:
+                if self.session is not None and not self.session.connected():
+                    raise  # the browser crashed: not a missing robots.txt (orchestrator/crash.py retries the URL)
                 logger.debug("no robots.txt for %s: %s", origin, _first_line(exc))
             self.robots[origin] = _hard.RobotsRules(body)
             self.polite.set_crawl_delay(parts.hostname or "", self.robots[origin].crawl_delay(_USER_AGENT_TOKEN))
