@@ -65,8 +65,9 @@ class DependencyWatch:
         self.responses: list[Any] = []
         self.refused: set[str] = set()
         self.unusable: str | None = None  # why the visit cannot be fingerprinted
-        # Bodies are asked for as soon as each response arrives: once a script tries to navigate the tab
-        # away (even a navigation brt cancels), Chromium no longer hands out the earlier responses' bodies.
+        # Live, bodies are asked for as soon as each response arrives: once a script tries to navigate the
+        # tab away (even a navigation brt cancels), Chromium no longer hands out earlier responses' bodies.
+        # (The document's own body is the one brt fetched itself.)
         self._bodies: dict[int, asyncio.Task[bytes]] = {}
 
     def __enter__(self) -> DependencyWatch:
@@ -99,19 +100,14 @@ class DependencyWatch:
     def _on_response(self, response: Any) -> None:
         request = response.request
         redirect = 300 <= response.status < 400
-        try:
-            document = request.is_navigation_request() and request.frame == self.page.main_frame
-        except Exception:  # noqa: BLE001 - a frame that is gone
-            document = False
-        if document and not redirect:
-            self._want_body(response)
         if not self._is_dep(request):
             return
         if request.method != "GET":
             self.unusable = f"{request.method} {request.resource_type} request"
         if not redirect:  # a redirect's target is recorded under the chain's first URL
             self.responses.append(response)
-            self._want_body(response)
+            if not self.replay:  # with --replay the HAR holds every body already (ReplayIndex)
+                self._want_body(response)
 
     def _on_failed(self, request: Any) -> None:
         if not self._is_dep(request):
