@@ -224,6 +224,21 @@ async def attempts(h: Any, page: Any, event: Any, responses: list[Any]) -> tuple
             None,
         )
         await asyncio.sleep(wait)
+        await _blank(page)
+
+
+async def _blank(page: Any) -> None:
+    """Settle a tab before it tries a URL again: after a failed navigation Chromium may still be committing its
+    error page (or reloading from it), which would interrupt the next ``goto`` ("is interrupted by another
+    navigation")."""
+    from playwright.async_api import Error as PlaywrightError
+
+    if page is None:
+        return
+    try:
+        await page.goto("about:blank", wait_until="commit", timeout=5_000)
+    except PlaywrightError as exc:
+        logger.debug("cannot blank the tab before a retry: %s", exc)
 
 
 async def ensure_robots(h: Any, page: Any, url: str) -> None:
