@@ -79,6 +79,7 @@ class HarvestEvent:
     partial: str | None = None  # the document was still arriving at the deadline and was taken as it stood
     fingerprint: dict[str, Any] | None = None  # what the stored text was made from (orchestrator/revalidate.py)
     unchanged: bool = False  # a refresh found the page's inputs identical and did not render it again
+    navigated: bool = False  # the tab was navigated for it (else the tab is still clean; not recorded)
 
     def as_record(self) -> dict[str, Any]:
         timings = {k: round(v, 4) for k, v in asdict(self.timings).items()}
@@ -430,7 +431,7 @@ class _Harvest:
                 for b in self.session.blocked[blocked_before:]  # type: ignore[union-attr]
                 if any(b.page is p for p in used) and not b.navigation
             ]
-            if event.outcome != "stored" and not queued and event.reason != "HTTP 404" and not event.unchanged:
+            if event.outcome != "stored" and not queued and event.reason != "HTTP 404" and event.navigated:
                 # After an error, a download or a viewer (PDF) the page may still be busy: use a fresh one.
                 page = await self._replace_page(page)
             pages.put_nowait(page)
@@ -651,6 +652,7 @@ class _Harvest:
         session.expected_navigations.add(url)
         session.nav_deadlines[page] = (deadline, timeout_s)
         session.nav_results.pop(page, None)
+        event.navigated = True
         try:
             response = await page.goto(url, wait_until="load", timeout=_ms(deadline))
         except PlaywrightTimeout:
