@@ -29,6 +29,26 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
+# A second process writing to the charter's store (like `brt mcp`'s add_page beside a CLI harvest).
+_PROCESS_WRITER = """
+import json, sys, time
+from pathlib import Path
+from orchestrator.charter import parse_charter
+from orchestrator.config import open_memory
+charter = parse_charter(json.loads(sys.argv[1]))
+stop = Path(sys.argv[2])
+mem = open_memory(charter)
+mem.embedder
+i = 0
+while not stop.exists() and i < 200:
+    url = f"https://process-notes.test/n{i}"
+    mem.add(url, f"Process note {i}: the tug boat {i} berthed at pier {i % 7} before the evening tide.")
+    print(json.dumps({"url": url, "at": time.time()}), flush=True)
+    i += 1
+    time.sleep(0.3)
+"""
+
+
 def _charter(srv, *, allowed=("127.0.0.1", "test"), seeds=None, charter_id="hardening", **harvest_opts):
     settings = {"max_pages": 60, "max_depth": 1, "concurrency": 4, "timeout_s": 5}
     settings.update(harvest_opts)
@@ -190,8 +210,21 @@ def test_misbehaving_site(badserver, brt_home, embedder):
 
     t = threading.Thread(target=second_writer)
     t.start()
+    # ... and a writer in another process, adding a note every 0.3 s until the harvest is over
+    stop = Path(os.environ["BRT_HOME"]) / "stop-writer"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _PROCESS_WRITER, json.dumps(charter.model_dump(mode="json")), str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    began = time.time()
     report = harvest(charter, memory=mem)
+    ended = time.time()
+    stop.touch()
+    out, _ = writer.communicate(timeout=120)
     t.join()
+    process_writes = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     ev = {e["url"]: e for e in report.events}
     u = srv.url
 
@@ -256,10 +289,13 @@ def test_misbehaving_site(badserver, brt_home, embedder):
     assert [e["url"] for e in journal] == [e["url"] for e in report.events]
     assert any(e.get("type") == "harvest_summary" for e in mem.events())
 
-    # (11) the other writer's rows are all there
+    # (11) the other writers' rows are all there, including those written by the other process mid-harvest
+    assert writer.returncode == 0
     assert len(added) == 4
+    assert any(began < w["at"] < ended for w in process_writes), (began, ended, process_writes)
     urls = {p.url for p in mem.pages()}
-    assert set(added) <= urls and mem.count_pages() == report.pages_stored + 4
+    assert set(added) <= urls and {w["url"] for w in process_writes} <= urls
+    assert mem.count_pages() == report.pages_stored + 4 + len(process_writes)
 
     from orchestrator.storecheck import check_store
 
