@@ -216,13 +216,7 @@ async def attempts(h: Any, page: Any, event: Any, responses: list[Any]) -> tuple
         wait = backoff_delay(n, event.retry_after)
         entry["retry_in_s"] = round(wait, 3)
         logger.info("retrying %s in %.1fs (attempt %d: %s)", event.url, wait, n, event.reason)
-        event.outcome, event.reason, event.status, event.final_url, event.retry_after = (
-            "failed",
-            None,
-            None,
-            None,
-            None,
-        )
+        event.start_over()
         await asyncio.sleep(wait)
         await _blank(page)
 

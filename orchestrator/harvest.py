@@ -81,6 +81,12 @@ class HarvestEvent:
     unchanged: bool = False  # a refresh found the page's inputs identical and did not render it again
     navigated: bool = False  # the tab was navigated for it (else the tab is still clean; not recorded)
 
+    def start_over(self) -> None:
+        """Clear what the last attempt settled, before the URL is tried again (``attempts`` stay)."""
+        self.outcome, self.reason, self.status, self.final_url = "failed", None, None, None
+        self.retry_after = self.partial = self.fingerprint = None
+        self.bytes_read = 0
+
     def as_record(self) -> dict[str, Any]:
         timings = {k: round(v, 4) for k, v in asdict(self.timings).items()}
         extra: dict[str, Any] = {"attempts": list(self.attempts), "bytes": self.bytes_read}
@@ -478,14 +484,7 @@ class _Harvest:
                 return [], False, page
             retried = True  # the pages in flight at a crash are tried once more, in the new browser or page
             logger.info("trying %s again after the crash (%s)", event.url, what)
-            event.outcome, event.reason, event.status, event.final_url, event.retry_after = (
-                "failed",
-                None,
-                None,
-                None,
-                None,
-            )
-            event.bytes_read = 0
+            event.start_over()
 
     async def _attempt_in(
         self, page: Page, event: HarvestEvent, used: list[Page]
@@ -624,7 +623,6 @@ class _Harvest:
         timeout_s = float(self.settings.timeout_s)
         t0 = time.monotonic()
         deadline = t0 + timeout_s
-        event.partial = event.fingerprint = None  # a retry starts clean
 
         if not self.refresh and await asyncio.to_thread(self.memory.has_page, url):
             known = self.resume_links.get(url)

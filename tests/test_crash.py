@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -15,7 +14,6 @@ from collections import Counter
 import psutil
 import pytest
 
-from orchestrator.browser import LAUNCH_ARGS, find_browser
 from orchestrator.charter import parse_charter
 from orchestrator.clean import har_files, merge_hars
 from orchestrator.config import open_memory
@@ -247,37 +245,8 @@ def test_renderer_killed_mid_harvest_replaces_the_page_without_a_relaunch(brt_ho
     assert crashed and all(len(e["attempts"]) == 2 and e["outcome"] == "stored" for e in crashed)
 
 
-@pytest.fixture
-def attached_chromium(tmp_path):
-    """A headless Chromium with --remote-debugging-port=0, started by the test; yields (endpoint URL, process)."""
-    user_data = tmp_path / "chrome-profile"
-    proc = subprocess.Popen(
-        [
-            find_browser(),
-            "--headless",
-            "--remote-debugging-port=0",
-            "--remote-debugging-address=127.0.0.1",
-            f"--user-data-dir={user_data}",
-            *LAUNCH_ARGS,
-            "about:blank",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    port_file = user_data / "DevToolsActivePort"
-    deadline = time.monotonic() + 30
-    while not (port_file.is_file() and port_file.read_text().split()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    port = port_file.read_text().split()[0]
-    try:
-        yield f"http://127.0.0.1:{port}", proc
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
-def test_attached_browser_that_goes_away_is_not_relaunched(brt_home, embedder, attached_chromium):
-    endpoint, proc = attached_chromium
+def test_attached_browser_that_goes_away_is_not_relaunched(brt_home, embedder, debug_chromium):
+    endpoint, proc = debug_chromium
     site = start_slow_site(pages=12, delay_s=1.0)
 
     def kill_it() -> None:

@@ -4,14 +4,10 @@ Chromium the test starts with --remote-debugging-port), both against the local f
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from orchestrator.browser import LAUNCH_ARGS, find_browser
 from orchestrator.config import open_memory
 from orchestrator.devtools_mcp import DevtoolsMcpNotFound, allowed_url_patterns, find_devtools_mcp
 from orchestrator.errors import BrowserNotFound
@@ -102,51 +98,6 @@ def test_via_devtools_mcp_last_modified_header(local_site, brt_home, embedder):
     assert report.counts()["stored"] == 1
     stored = open_memory(charter, create=False).page(local_site.url("dated.html"))
     assert stored.last_updated == "2024-10-02" and stored.last_updated_source == "http-last-modified"
-
-
-@pytest.fixture
-def debug_chromium(tmp_path):
-    """A headless Chromium with --remote-debugging-port=0; yields (endpoint URL, process)."""
-    try:
-        executable = find_browser()
-    except BrowserNotFound as exc:
-        pytest.skip(str(exc))
-    user_data = tmp_path / "chrome-profile"
-    proc = subprocess.Popen(
-        [
-            executable,
-            "--headless",
-            "--remote-debugging-port=0",
-            "--remote-debugging-address=127.0.0.1",
-            f"--user-data-dir={user_data}",
-            *LAUNCH_ARGS,
-            "about:blank",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    port_file = user_data / "DevToolsActivePort"
-    deadline = time.monotonic() + 30
-    port = None
-    while time.monotonic() < deadline and proc.poll() is None:
-        if port_file.is_file():
-            lines = port_file.read_text().split()
-            if lines:
-                port = lines[0]
-                break
-        time.sleep(0.1)
-    if port is None:
-        proc.kill()
-        pytest.fail(f"{executable} did not open a DevTools port (exit code {proc.poll()})")
-    try:
-        yield f"http://127.0.0.1:{port}", proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(user_data, ignore_errors=True)
 
 
 def _user_cookie(endpoint: str, site_base: str, *, add: bool) -> list[dict]:
