@@ -43,6 +43,14 @@ _DROP_REQUEST = {"host", "content-length", "accept-encoding", "connection", "kee
 _DROP_RESPONSE = {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
 
 
+_ORIGIN_BOUND = {"cookie", "authorization", "proxy-authorization"}
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.lower()
+
+
 class BodyTooLarge(Exception):
     """The decoded body passed the byte cap."""
 
@@ -207,6 +215,9 @@ class DocumentFetcher:
                     target = urljoin(current, location)
                     if result.status == 303 or (result.status in (301, 302) and verb == "POST"):
                         verb, payload = "GET", None
+                    if _origin(target) != _origin(current) and headers:
+                        # the browser's cookies and credentials were meant for the first origin only
+                        headers = {k: v for k, v in headers.items() if k.lower() not in _ORIGIN_BOUND}
                     current = target
                     continue
                 return result

@@ -573,3 +573,57 @@ def test_limits_huge_gzip_bomb_trickle_never_answering_and_never_ending(badserve
 
     # the rest of the harvest went on
     assert ev[u("page/1.html")]["outcome"] == "stored" and ev[u("page/2.html")]["outcome"] == "stored"
+
+
+def test_fetcher_keeps_cookies_to_the_origin_they_were_sent_for():
+    """A redirect to another origin does not carry the browser's cookies or credentials along."""
+    import asyncio
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from orchestrator.fetcher import DocumentFetcher
+
+    seen: list[tuple[str, str | None, str | None]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # noqa: ANN002
+            pass
+
+        def do_GET(self):  # noqa: N802
+            seen.append((self.headers.get("Host", ""), self.headers.get("Cookie"), self.headers.get("Authorization")))
+            if self.path == "/first":
+                self.send_response(302)
+                self.send_header("Location", f"http://localhost:{port}/second")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = b"<p>second</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    async def go():
+        fetcher = DocumentFetcher(None, lambda u: True)
+        try:
+            return await fetcher.fetch(
+                f"http://127.0.0.1:{port}/first",
+                deadline=time.monotonic() + 10,
+                headers={"Cookie": "session=secret", "Authorization": "Bearer t"},
+            )
+        finally:
+            await fetcher.aclose()
+
+    try:
+        result = asyncio.run(go())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.kind == "ok" and result.hops == [f"http://127.0.0.1:{port}/first", f"http://localhost:{port}/second"]
+    assert seen[0][1:] == ("session=secret", "Bearer t")
+    assert seen[1][0].startswith("localhost") and seen[1][1:] == (None, None)
