@@ -303,7 +303,7 @@ class DevtoolsMcpBrowser:
         """The JSON value the function returns in the current page (read back through a file, so big pages
         are never cut short in the tool's text output)."""
         out = Path(self._tmp.name if self._tmp else tempfile.gettempdir()) / f"eval-{time.monotonic_ns()}.json"
-        for attempt in range(3):
+        for attempt in range(2):
             is_error, text = await self.call(
                 "evaluate_script", {"pageId": self.page_id, "function": function, "filePath": str(out)}
             )
@@ -321,6 +321,21 @@ class DevtoolsMcpBrowser:
             return _parse_json_output(text)
         finally:
             out.unlink(missing_ok=True)
+
+    async def open(self, url: str, timeout_s: float) -> tuple[Navigation, dict[str, Any]]:
+        """Navigate to ``url`` and read the page's facts (``_INFO_JS``). When the evaluation still times out
+        after its retry, the new document's script context was lost (puppeteer waits for it in vain, seen
+        once in CI): navigate once more, which makes a fresh context."""
+        nav = await self.navigate(url, timeout_s)
+        try:
+            info = await self.evaluate(_INFO_JS)
+        except DevtoolsMcpError as exc:
+            if "timed out" not in str(exc).lower():
+                raise
+            logger.warning("%s: no script context after navigating to %s (%s); navigating again", PACKAGE, url, exc)
+            nav = await self.navigate(url, timeout_s)
+            info = await self.evaluate(_INFO_JS)
+        return nav, info if isinstance(info, dict) else {}
 
     async def document_requests(self) -> list[str]:
         """URLs of the page's document requests (oldest first), from ``list_network_requests``."""
@@ -499,8 +514,7 @@ class DevtoolsHarvest(_Harvest):
             self._finish(event, "blocked", "blocked by robots.txt")
             return [], False
 
-        nav = await self.browser.navigate(url, timeout_s)
-        info = await self.browser.evaluate(_INFO_JS)
+        nav, info = await self.browser.open(url, timeout_s)
         final_url = str(info.get("url") or "")
         if not nav.ok and (not final_url.startswith(("http:", "https:")) or "timeout" not in nav.text.lower()):
             event.timings.fetch_s = time.monotonic() - t0

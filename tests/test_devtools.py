@@ -4,12 +4,19 @@ Chromium the test starts with --remote-debugging-port), both against the local f
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from orchestrator.config import open_memory
-from orchestrator.devtools_mcp import DevtoolsMcpNotFound, allowed_url_patterns, find_devtools_mcp
+from orchestrator.devtools_mcp import (
+    DevtoolsMcpBrowser,
+    DevtoolsMcpError,
+    DevtoolsMcpNotFound,
+    allowed_url_patterns,
+    find_devtools_mcp,
+)
 from orchestrator.errors import BrowserNotFound
 from orchestrator.harvest import harvest
 from tests.fixtures_site import page
@@ -37,6 +44,41 @@ def test_allowed_url_patterns():
         "https://web.dev:*/*",
         "https://*.web.dev:*/*",
     ]
+
+
+class _ScriptedMcp(DevtoolsMcpBrowser):
+    """chrome-devtools-mcp's answers scripted, for the retry logic alone (no process is started)."""
+
+    def __init__(self, evaluate_answers: list[tuple[bool, str]]):
+        super().__init__(["127.0.0.1"])
+        self._session = object()  # "running"
+        self.evaluate_answers = evaluate_answers
+        self.calls: list[str] = []
+
+    async def call(self, tool, arguments):
+        self.calls.append(tool)
+        if tool == "navigate_page":
+            return False, f"Successfully navigated to {arguments['url']}."
+        return self.evaluate_answers.pop(0)
+
+
+def test_a_lost_script_context_navigates_again():
+    lost = (True, "Error: Timed out after waiting 5000ms")
+    info = (False, 'Script ran on page and returned:\n```json\n{"url": "http://127.0.0.1/m", "status": 404}\n```')
+    browser = _ScriptedMcp([lost, lost, info])
+    nav, got = asyncio.run(browser.open("http://127.0.0.1/m", 5))
+    assert nav.ok and got == {"url": "http://127.0.0.1/m", "status": 404}
+    assert browser.calls == ["navigate_page", "evaluate_script", "evaluate_script", "navigate_page", "evaluate_script"]
+
+    browser = _ScriptedMcp([lost, lost, lost, lost])  # still lost after navigating again: the page fails
+    with pytest.raises(DevtoolsMcpError, match="Timed out"):
+        asyncio.run(browser.open("http://127.0.0.1/m", 5))
+    assert browser.calls.count("navigate_page") == 2
+
+    browser = _ScriptedMcp([(True, "Error: ReferenceError: x is not defined")])  # other errors: no second try
+    with pytest.raises(DevtoolsMcpError, match="ReferenceError"):
+        asyncio.run(browser.open("http://127.0.0.1/m", 5))
+    assert browser.calls == ["navigate_page", "evaluate_script"]
 
 
 def test_missing_package_or_node_is_a_clear_error(monkeypatch, tmp_path, local_site, brt_home):
