@@ -7,13 +7,14 @@ import errno
 import functools
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from .charter import Charter, load_charter, parse_charter
-from .errors import BrtError
+from .errors import BrtError, PortInUse
 
 __all__ = [
     "DEMO_CHARTER",
@@ -135,7 +136,7 @@ def serve_site(directory: str | Path, host: str = DEMO_HOST, port: int = DEMO_PO
     """Serve ``directory`` over HTTP on ``host:port`` from a daemon thread for the duration of the block.
 
     Yields the base URL (``http://127.0.0.1:8765/``; with ``port=0`` the port the OS picked). Raises BrtError
-    when the directory is missing or the port is already in use."""
+    when the directory is missing, PortInUse when the port is already in use."""
     root = Path(directory)
     if not root.is_dir():
         raise BrtError(f"demo site folder not found: {root}")
@@ -144,10 +145,7 @@ def serve_site(directory: str | Path, host: str = DEMO_HOST, port: int = DEMO_PO
         server = _QuietServer((host, port), handler)
     except OSError as exc:
         if exc.errno in (errno.EADDRINUSE, errno.EACCES):
-            raise BrtError(
-                f"cannot serve the demo site on http://{host}:{port}/: the port is busy "
-                f"({exc.strerror}). Stop whatever listens there (e.g. an earlier `brt demo`) and retry."
-            ) from None
+            raise PortInUse(f"cannot serve on http://{host}:{port}/: the port is busy ({exc.strerror})") from None
         raise BrtError(f"cannot serve the demo site on http://{host}:{port}/: {exc}") from None
     actual_host, actual_port = server.server_address[:2]
     thread = threading.Thread(target=server.serve_forever, name="brt-demo-site", daemon=True)
@@ -160,6 +158,21 @@ def serve_site(directory: str | Path, host: str = DEMO_HOST, port: int = DEMO_PO
         thread.join(timeout=5)
 
 
+def serve_demo_site(
+    stack: ExitStack, charter: Charter, *, echo: Callable[[str], Any] = print
+) -> tuple[Charter, str]:
+    """Serve the demo site on the demo charter's port until ``stack`` closes. When that port is taken, serve
+    on a free one and return the charter with its seeds moved there (allowed_domains name no port)."""
+    try:
+        return charter, stack.enter_context(serve_site(DEMO_SITE))
+    except PortInUse as exc:
+        base_url = stack.enter_context(serve_site(DEMO_SITE, port=0))
+        echo(f"brt demo: {exc}; serving on {base_url} instead")
+        port = urlsplit(base_url).port
+        seeds = [urlunsplit(u._replace(netloc=f"{u.hostname}:{port}")) for u in map(urlsplit, charter.seeds)]
+        return charter.model_copy(update={"seeds": seeds}), base_url
+
+
 def run_demo(*, keep: bool = False, echo: Callable[[str], Any] = print) -> int:
     """Serve the demo site, harvest it, synthesize the demo charter's report, print it, then clean (snapshot
     and destroy the store unless ``keep``). Returns the process exit code (0 on success)."""
@@ -170,7 +183,8 @@ def run_demo(*, keep: bool = False, echo: Callable[[str], Any] = print) -> int:
     charter = load_demo_charter()
     where = f"{charter.source}" if charter.source else "built-in demo charter"
     echo(f"brt demo: charter {charter.id} ({where})")
-    with serve_site(DEMO_SITE) as base_url:
+    with ExitStack() as stack:
+        charter, base_url = serve_demo_site(stack, charter, echo=echo)
         echo(f"brt demo: serving {DEMO_SITE} at {base_url}")
         echo("brt demo: harvesting ...")
         report = harvest(charter)

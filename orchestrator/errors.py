@@ -5,7 +5,8 @@
     ├── BrowserNotFound      no Chromium/Chrome could be found or launched
     ├── HarvestError         a harvest could not run at all (single pages never raise: they become events)
     │   └── BrowserCrashed   the browser crashed more often than brt relaunches it (or an attached one went away)
-    └── HarvestBusy          another harvest of the same charter is running
+    ├── HarvestBusy          another harvest of the same charter is running
+    └── PortInUse            the demo site's port is taken (``brt demo`` then serves on a free port)
 
 memory_store errors (memory_store.errors.MemoryStoreError) pass through unchanged; the CLI maps both families.
 """
@@ -47,3 +48,7 @@ class BrowserCrashed(HarvestError):
     def __init__(self, message: str, report: object | None = None):
         super().__init__(message)
         self.report = report
+
+
+class PortInUse(BrtError):
+    """A local port brt was asked to serve on is already in use."""

@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import urllib.request
+from contextlib import ExitStack
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -15,7 +16,15 @@ import pytest
 import yaml
 
 from orchestrator.charter import load_charter, parse_charter
-from orchestrator.demo import _FALLBACK_CHARTER, DEMO_CHARTER, DEMO_SITE, load_demo_charter, serve_site
+from orchestrator.demo import (
+    _FALLBACK_CHARTER,
+    DEMO_CHARTER,
+    DEMO_PORT,
+    DEMO_SITE,
+    load_demo_charter,
+    serve_demo_site,
+    serve_site,
+)
 from orchestrator.errors import BrtError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,6 +173,28 @@ def test_serve_site_serves_pages_and_reports_busy_port():
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", port))
+
+
+def test_demo_moves_to_a_free_port_when_its_own_is_taken():
+    charter = load_demo_charter()
+    said: list[str] = []
+    with socket.socket() as taken:
+        try:
+            taken.bind(("127.0.0.1", DEMO_PORT))
+        except OSError:
+            pytest.skip(f"port {DEMO_PORT} is in use on this machine already")
+        taken.listen()
+        with ExitStack() as stack:
+            moved, base = serve_demo_site(stack, charter, echo=said.append)
+            port = int(base.rstrip("/").rsplit(":", 1)[1])
+            assert port != DEMO_PORT and moved.seeds == [f"http://127.0.0.1:{port}/index.html"]
+            assert moved.id == charter.id and moved.allowed_domains == charter.allowed_domains
+            with urllib.request.urlopen(moved.seeds[0], timeout=5) as resp:
+                assert b"Core Web Vitals" in resp.read()
+    assert "busy" in said[0] and base in said[0]
+    with ExitStack() as stack:  # free again: the charter's own port
+        same, base = serve_demo_site(stack, charter, echo=said.append)
+        assert same is charter and base == f"http://127.0.0.1:{DEMO_PORT}/"
 
 
 def test_serve_site_missing_folder(tmp_path):
