@@ -378,10 +378,11 @@ class _Harvest:
     # -- crawl ----------------------------------------------------------------------------------------------
 
     async def _crawl(self, session: BrowserSession) -> None:
-        concurrency = self.settings.concurrency
-        pages: asyncio.Queue[Page] = asyncio.Queue()
-        for _ in range(concurrency):
-            pages.put_nowait(await session.context.new_page())
+        # Tabs open on first use, inside a visit: a browser that crashes while they open is relaunched like
+        # any crash mid-harvest (orchestrator/crash.py) instead of ending the harvest before it began.
+        pages: asyncio.Queue[Page | None] = asyncio.Queue()
+        for _ in range(self.settings.concurrency):
+            pages.put_nowait(None)
 
         async def visit_level(urls: list[str], depth: int) -> list[list[str]]:
             return list(await asyncio.gather(*(self._visit(pages, url, depth) for url in urls)))
@@ -413,7 +414,7 @@ class _Harvest:
                 out.append(url)
         return out
 
-    async def _visit(self, pages: asyncio.Queue[Page], url: str, depth: int) -> list[str]:
+    async def _visit(self, pages: asyncio.Queue[Page | None], url: str, depth: int) -> list[str]:
         """Fetch one URL with a page from the pool; returns the allowed links found on it."""
         page = await pages.get()
         if self.accepted >= self.settings.max_pages or (self.watch is not None and self.watch.fatal is not None):
@@ -446,7 +447,9 @@ class _Harvest:
                 _hard.journal(self, event)
         return links
 
-    async def _attempts(self, page: Page, event: HarvestEvent, used: list[Page]) -> tuple[list[str], bool, Page]:
+    async def _attempts(
+        self, page: Page | None, event: HarvestEvent, used: list[Page]
+    ) -> tuple[list[str], bool, Page | None]:
         """``_hard.attempts`` (retries, politeness) in a page of the current browser. When the browser crashes
         meanwhile it is relaunched and the URL tried once more in the new one; when only the page's renderer
         crashed, in a fresh page (orchestrator/crash.py). Returns (links, queued, the page used last)."""
@@ -487,8 +490,8 @@ class _Harvest:
             event.start_over()
 
     async def _attempt_in(
-        self, page: Page, event: HarvestEvent, used: list[Page]
-    ) -> tuple[list[str], bool, Page, Exception | None, bool]:
+        self, page: Page | None, event: HarvestEvent, used: list[Page]
+    ) -> tuple[list[str], bool, Page | None, Exception | None, bool]:
         """One ``_hard.attempts`` run in ``page`` (or a page of the current browser when it is gone). Returns
         (links, queued, page, the Playwright error that escaped, whether the page's renderer crashed)."""
         from playwright.async_api import Error as PlaywrightError
@@ -526,10 +529,10 @@ class _Harvest:
             page.remove_listener("crash", on_crash)
         return links, queued, page, None, bool(crashed)
 
-    async def _usable_page(self, page: Page) -> Page:
-        """``page``, or a new page of the current browser context when ``page`` is closed or belongs to a
-        browser that crashed and was replaced."""
-        if page.context is self.session.context and not page.is_closed():  # type: ignore[union-attr]
+    async def _usable_page(self, page: Page | None) -> Page:
+        """``page``, or a new page of the current browser context when there is none yet, or ``page`` is closed
+        or belongs to a browser that crashed and was replaced."""
+        if page is not None and page.context is self.session.context and not page.is_closed():  # type: ignore[union-attr]
             return page
         return await asyncio.wait_for(self.session.context.new_page(), timeout=30)  # type: ignore[union-attr]
 
@@ -589,10 +592,10 @@ class _Harvest:
             return None
         return page.url, html
 
-    async def _replace_page(self, page: Page) -> Page:
+    async def _replace_page(self, page: Page | None) -> Page | None:
         from playwright.async_api import Error as PlaywrightError
 
-        if page.context is not self.session.context or not self.session.connected():  # type: ignore[union-attr]
+        if page is None or page.context is not self.session.context or not self.session.connected():  # type: ignore[union-attr]
             return page  # of a crashed browser: gone with it (the next visit takes a page of the new browser)
         try:
             await asyncio.wait_for(page.close(), timeout=5)  # a wedged page must not hang the harvest

@@ -304,3 +304,31 @@ def test_browser_that_cannot_be_relaunched_stops_the_harvest(brt_home, embedder,
     assert failed and all("not relaunched" in e["reason"] for e in failed)
     _stored_once(mem, [e for e in mem.events() if e.get("type", "harvest_event") == "harvest_event"])
     assert _wait_for_baseline(baseline) == baseline
+
+
+def test_browser_killed_before_the_first_tab_opens_is_relaunched(brt_home, embedder, monkeypatch):
+    from orchestrator import harvest as harvest_module
+
+    site = start_slow_site(pages=5, delay_s=0.1)
+    before = {p.pid for p in browser_processes()}
+    killed: list[int] = []
+    crawl = harvest_module._Harvest._crawl
+
+    async def crawl_in_a_dead_browser(self, session):
+        # The browser dies after launch, before any tab of the harvest exists.
+        browser = next(p for p in browser_processes() if p.pid not in before)
+        assert kill_browser(browser)
+        killed.append(browser.pid)
+        return await crawl(self, session)
+
+    monkeypatch.setattr(harvest_module._Harvest, "_crawl", crawl_in_a_dead_browser)
+    try:
+        charter = _charter(site, "crash_first_tab", concurrency=2)
+        mem = open_memory(charter)
+        report = harvest(charter, memory=mem)
+    finally:
+        site.stop()
+    assert len(killed) == 1 and report.browser_relaunches == 1
+    counts = report.counts()
+    assert counts["stored"] == 6 and counts["failed"] == 0, report.summary()
+    _stored_once(mem, report.events)
