@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -55,6 +56,10 @@ _MODIFIED_META = (
     "sailthru.lastmodified",
 )
 _ISO_DATE_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+# One extraction at a time in the whole process. The harvest extracts in worker threads, and trafilatura called
+# from several threads at once crashes the process now and then with no Python traceback (SIGSEGV, or glibc's
+# "double free or corruption": adbar/trafilatura issues #840 and #925; seen once here in a 181-page benchmark).
+_EXTRACTION_LOCK = threading.RLock()
 _MIN_YEAR = 1990
 
 
@@ -70,7 +75,19 @@ def extract_page(
 
     ``region_html`` (the outer HTML of the charter's selector region) limits the text to that region; the
     page's ``<head>`` is kept so the metadata still counts. ``headers`` are the HTTP response headers (for
-    Last-Modified). Returns None when nothing readable is found."""
+    Last-Modified). Returns None when nothing readable is found. Calls are serialised (``_EXTRACTION_LOCK``)."""
+    with _EXTRACTION_LOCK:
+        return _extract_page(html, url, headers=headers, region_html=region_html, selector=selector)
+
+
+def _extract_page(
+    html: str,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None,
+    region_html: str | None,
+    selector: str | None,
+) -> ExtractedPage | None:
     from lxml import etree
     from lxml.html import document_fromstring
 
@@ -114,15 +131,16 @@ def select_region(html: str, selector: str) -> str | None:
     from lxml import etree
     from lxml.html import document_fromstring, tostring
 
-    try:
-        tree = document_fromstring(html)
-        nodes = tree.xpath(_css_to_xpath(selector))
-    except (etree.ParserError, ValueError, etree.XPathError) as exc:
-        logger.info("selector %r failed: %s", selector, exc)
-        return None
-    if not nodes:
-        return None
-    return "\n".join(tostring(node, encoding="unicode") for node in nodes)
+    with _EXTRACTION_LOCK:
+        try:
+            tree = document_fromstring(html)
+            nodes = tree.xpath(_css_to_xpath(selector))
+        except (etree.ParserError, ValueError, etree.XPathError) as exc:
+            logger.info("selector %r failed: %s", selector, exc)
+            return None
+        if not nodes:
+            return None
+        return "\n".join(tostring(node, encoding="unicode") for node in nodes)
 
 
 _SIMPLE_CSS_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9-]*|\*)?((?:[#.][A-Za-z0-9_-]+)*)$")

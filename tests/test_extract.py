@@ -172,3 +172,40 @@ def test_progress_sinks():
     sink.close()
     out = stream.getvalue().splitlines()
     assert "fetch: 1/2" in out and "fetch: 2/2" in out and "hello" in out
+
+
+def test_trafilatura_runs_one_call_at_a_time(monkeypatch):
+    # The harvest extracts in worker threads; trafilatura in several threads at once crashes the process now
+    # and then (adbar/trafilatura#840, #925), so brt never lets two calls overlap.
+    import threading
+    import time
+
+    import orchestrator.extract as extract_module
+
+    real = extract_module._trafilatura
+    inside, most = [0], [0]
+    count_lock = threading.Lock()
+
+    def counting(html, url):
+        with count_lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        try:
+            time.sleep(0.02)  # long enough for the other threads to arrive
+            return real(html, url)
+        finally:
+            with count_lock:
+                inside[0] -= 1
+
+    monkeypatch.setattr(extract_module, "_trafilatura", counting)
+    results: list = []
+    threads = [
+        threading.Thread(target=lambda i=i: results.append(extract_page(_html(title=f"t{i}"), f"https://x/{i}")))
+        for i in range(6)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 6 and all(r is not None and "Reserve space" in r.text for r in results)
+    assert most[0] == 1
