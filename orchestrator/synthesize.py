@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .relevance import mentions, named_subjects
+
 if TYPE_CHECKING:
     from memory_store import Hit, Memory
 
@@ -135,11 +137,11 @@ def display_url(url: str) -> str:
 #   4. the label alone when it says something none of the others does (an acronym, a product name).
 # Duplicates (case-insensitive) are dropped. An optional generator (``QueryGenerator``, e.g. an LLM call) may
 # supply more paraphrases/counterfactuals; it is off by default and its output is capped at 4 queries in all.
+_AUX = r"(?:(?:do|does|did|could|should|would|is|are|was|were|must)(?:n['’]t|not)?|can(?:not|['’]t)?|will|won['’]t)"
 _FRAME = re.compile(
-    r"^\s*(?:(?:how|what|which|why|when|where|who|whom|whose)\b(?:\s+(?:do|does|did|can|could|should|would|"
-    r"will|is|are|was|were|must|to|much|many|exactly))?(?:\s+(?:i|we|you|they|one|it|a|an|the|site|sites|"
-    r"page|pages))?|(?:do|does|did|can|could|should|would|will|is|are|must)\s+(?:i|we|you|they|one|it|a|an|the)"
-    r")\b\s*",
+    r"^\s*(?:(?:how|what|which|why|when|where|who|whom|whose)\b(?:\s+(?:" + _AUX + r"|to|much|many|exactly))?"
+    r"(?:\s+(?:i|we|you|they|one|it|a|an|the|site|sites|page|pages))?"
+    r"|" + _AUX + r"\s+(?:i|we|you|they|one|it|a|an|the))(?![\w'’])\s*",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[\w][\w.+-]*", re.UNICODE)
@@ -225,30 +227,88 @@ def _clip_words(text: str, limit: int) -> str:
     return " ".join(words[:limit]) + " …"
 
 
+_LIST_MARKER = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
+# A heading that matches the question this much better than every sentence of the chunk points at the prose
+# under it ("How to minimise layout shift" above a list of fixes that never repeat those words).
+HEADING_MARGIN = 0.05
+
+
 def _is_heading(text: str) -> bool:
-    """A short line without sentence punctuation: a heading or a label, never part of a quote's prose."""
+    """A short line without sentence punctuation: a heading or a label, never part of a quote's prose. List
+    items are prose."""
+    if _LIST_MARKER.match(text):
+        return False
     return len(text.split()) <= 12 and not re.search(r"[.!?…:;\"”]$", text)
 
 
+@dataclass
+class QuoteChoice:
+    """A quote chosen from a chunk, with the heading it stands under in that chunk (context for scoring it)."""
+
+    quote: str
+    heading: str | None = None
+    by_heading: bool = False  # chosen because its heading matched the question better than any sentence
+
+    @property
+    def in_context(self) -> str:
+        """The quote as it reads under its heading: what its score is measured on."""
+        return f"{self.heading}: {self.quote}" if self.heading else self.quote
+
+
+
 def choose_quote(chunk_text: str, sentence_scores: list[float], spans: list[tuple[int, int]]) -> str:
+    """The verbatim span of ``chunk_text`` that best answers the query (see ``choose_quote_in_context``)."""
+    return choose_quote_in_context(chunk_text, sentence_scores, spans).quote
+
+
+def choose_quote_in_context(
+    chunk_text: str,
+    sentence_scores: list[float],
+    spans: list[tuple[int, int]],
+    *,
+    named: list[bool] | None = None,
+) -> QuoteChoice:
     """The verbatim span of ``chunk_text`` that best answers the query: the best sentence, grown with its
     neighbours while they score nearly as well and the quote stays under MAX_QUOTE_WORDS words. Headings
-    are neither chosen (while prose exists) nor glued onto a quote."""
+    are neither chosen (while prose exists) nor glued onto a quote; but when a heading scores better than
+    every sentence (by HEADING_MARGIN), the quote is taken from the prose under that heading. ``named`` marks
+    the sentences that name what the question names: when some do, the quote starts at one of them."""
     if not spans:
-        return _clip_words(chunk_text, MAX_QUOTE_WORDS)
+        return QuoteChoice(_clip_words(chunk_text, MAX_QUOTE_WORDS))
     heading = [_is_heading(chunk_text[a:b]) for a, b in spans]
-    candidates = [i for i in range(len(spans)) if not heading[i]] or list(range(len(spans)))
+    owner: list[int | None] = []  # the heading each span stands under, within this chunk
+    current: int | None = None
+    for i, is_heading in enumerate(heading):
+        owner.append(current)
+        if is_heading:
+            current = i
+    prose = [i for i in range(len(spans)) if not heading[i]]
+    if named is not None and any(named[i] for i in prose):
+        prose = [i for i in prose if named[i]]
+    candidates = prose or list(range(len(spans)))
     best = max(candidates, key=lambda i: sentence_scores[i])
+    by_heading = False
+    if prose:
+        under = {h: [i for i in prose if owner[i] == h] for h in range(len(spans)) if heading[h]}
+        titled = [h for h, body in under.items() if body]
+        if titled:
+            top = max(titled, key=lambda h: sentence_scores[h])
+            if sentence_scores[top] > sentence_scores[best] + HEADING_MARGIN:
+                best = max(under[top], key=lambda i: sentence_scores[i])
+                by_heading = True
     lo = hi = best
 
     def words(a: int, b: int) -> int:
         return len(chunk_text[spans[a][0] : spans[b][1]].split())
 
+    # Each list item is a statement of its own: a quote grows within its item, never into the next one.
+    item = [bool(_LIST_MARKER.match(chunk_text[a:b])) for a, b in spans]
+
     while True:
         options = []
-        if lo > 0 and not heading[lo - 1]:
+        if lo > 0 and not heading[lo - 1] and not item[lo]:
             options.append((sentence_scores[lo - 1], lo - 1, hi))
-        if hi < len(spans) - 1 and not heading[hi + 1]:
+        if hi < len(spans) - 1 and not heading[hi + 1] and not item[hi + 1]:
             options.append((sentence_scores[hi + 1], lo, hi + 1))
         options = [o for o in options if words(o[1], o[2]) <= MAX_QUOTE_WORDS]
         if not options:
@@ -259,34 +319,121 @@ def choose_quote(chunk_text: str, sentence_scores: list[float], spans: list[tupl
             lo, hi = new_lo, new_hi
         else:
             break
-    quote = _collapse(chunk_text[spans[lo][0] : spans[hi][1]])
+    start = spans[lo][0]
+    marker = _LIST_MARKER.match(chunk_text[start : spans[lo][1]])
+    if marker:  # a list item's bullet is layout, not words of the page
+        start += marker.end()
+    quote = _collapse(chunk_text[start : spans[hi][1]])
     if len(quote.split()) > MAX_QUOTE_WORDS:
         quote = _clip_words(quote, MAX_QUOTE_WORDS)
-    prefix = "… " if lo > 0 and not _starts_sentence(chunk_text, spans[lo][0]) else ""
-    return prefix + quote
+    prefix = "… " if lo > 0 and not _starts_sentence(chunk_text, start) else ""
+    title = owner[lo]
+    context = _collapse(chunk_text[spans[title][0] : spans[title][1]]) if title is not None else None
+    return QuoteChoice(prefix + quote, context, by_heading)
 
 
 def _starts_sentence(text: str, start: int) -> bool:
     return start == 0 or text[start].isupper() or text[start].isdigit()
 
 
-def _quotes_for(memory: Memory, query: str, hits: list[Hit]) -> list[str]:
+def _quotes_for(memory: Memory, question: str, hits: list[Hit], names: list[str]) -> list[tuple[QuoteChoice, float]]:
+    """Each hit's quote for ``question`` and the quote's score: the cosine of the quote, read under its heading,
+    to the question. Sentences that name what the question names (``names``) are preferred as quotes."""
     import numpy as np
 
     embedder = memory.embedder
-    qvec = embedder.embed_queries([query])[0]
+    qvec = embedder.embed_queries([question])[0]
     all_spans = [split_sentences(h.text) for h in hits]
     flat = [h.text[a:b] for h, spans in zip(hits, all_spans, strict=True) for a, b in spans]
     vecs = embedder.embed_documents(flat) if flat else np.zeros((0, len(qvec)), dtype="float32")
     scores = (vecs @ qvec).tolist() if len(flat) else []
-    quotes, pos = [], 0
+    named = [any(mentions(text, name) for name in names) for text in flat]
+    choices, pos = [], 0
     for h, spans in zip(hits, all_spans, strict=True):
-        quotes.append(choose_quote(h.text, scores[pos : pos + len(spans)], spans))
-        pos += len(spans)
-    return quotes
+        end = pos + len(spans)
+        choices.append(choose_quote_in_context(h.text, scores[pos:end], spans, named=named[pos:end]))
+        pos = end
+    if not choices:
+        return []
+    quote_scores = (embedder.embed_documents([c.in_context for c in choices]) @ qvec).tolist()
+    return list(zip(choices, quote_scores, strict=True))
 
 
 # -- the stage ---------------------------------------------------------------------------------------------
+
+# More candidates than blocks are retrieved, so that blocks dropped by the quote checks leave room for others.
+SPARE_CANDIDATES = 2
+
+
+@dataclass
+class Candidate:
+    """A retrieved chunk with the quote it offers a section and the checks on that quote."""
+
+    hit: Hit
+    choice: QuoteChoice
+    score: float  # cosine of the quote, read under its heading, to the section's question
+    names: bool = True  # its page (title or chunk) names something the question names (relevance.named_subjects)
+
+
+def evidence_candidates(
+    memory: Memory,
+    section: Section,
+    *,
+    k: int,
+    min_score: float | None,
+    subtree: str | None = None,
+    retrieval: Retrieval | None = None,
+    queries: list[str] | None = None,
+) -> list[Candidate]:
+    """Retrieve a section's candidates, in retrieval order (all signature queries through one ``Memory.search``
+    call: fused with RRF before the optional rerank and MMR; each hit's cosine, best over the queries, meets
+    ``min_score``), and quote each one for the section's question."""
+    queries = queries or signature_queries(section)
+    opts: dict[str, Any] = {}
+    if retrieval is not None:
+        opts = {
+            "mode": retrieval.mode,
+            "candidates": retrieval.candidates,
+            "rerank": retrieval.rerank,
+            "reranker_model": retrieval.reranker_model,
+            "mmr_lambda": retrieval.mmr_lambda,
+        }
+    opts.setdefault("candidates", CANDIDATES_PER_QUERY)
+    hits = memory.search(
+        queries[0], k=k * SPARE_CANDIDATES, min_score=min_score, subtree=subtree, extra_queries=queries[1:], **opts
+    )
+    if min_score is not None:
+        hits = [h for h in hits if h.score >= min_score]
+    question = section.effective_question
+    names = named_subjects(question)
+
+    def names_it(hit: Hit) -> bool:
+        where = f"{hit.metadata.get('title') or ''}\n{hit.text}"
+        return not names or any(mentions(where, name) for name in names)
+
+    return [
+        Candidate(hit, choice, score, names_it(hit))
+        for hit, (choice, score) in zip(hits, _quotes_for(memory, question, hits, names), strict=True)
+    ]
+
+
+def select_evidence(
+    candidates: list[Candidate], *, k: int, min_score: float, named: bool = True
+) -> list[Candidate]:
+    """The evidence among ``candidates`` (in retrieval order): those whose quote score meets ``min_score``;
+    and, when the first of them names what the question names (``named``), only those that do. In retrieval
+    order, one per distinct quote, at most ``k``."""
+    kept = [c for c in candidates if c.score >= min_score]
+    # Anchored on the first candidate: when retrieval's best page never names it, the question's name may be
+    # worded otherwise in the sources, and nothing is dropped (on SciFact, dropping unnamed pages whenever any
+    # page names it lost supported claims; anchored, it drops only unsupported blocks: BENCHMARKS.md).
+    if named and kept and kept[0].names:
+        kept = [c for c in kept if c.names]
+    chosen: list[Candidate] = []
+    for c in kept:
+        if len(chosen) < k and all(c.choice.quote != o.choice.quote for o in chosen):
+            chosen.append(c)
+    return chosen
 
 
 def synthesize_section(
@@ -301,51 +448,30 @@ def synthesize_section(
 ) -> SectionResult:
     """Retrieve, threshold and quote the evidence for one section (``subtree``: concept-index route).
 
-    All signature queries go through one ``Memory.search`` call: their candidates are fused (RRF) before the
-    optional rerank and MMR, and every hit's score (cosine, best over the queries) meets ``min_score``."""
+    Candidates come from ``evidence_candidates``; then each quote is checked against the section's question
+    itself (``select_evidence``): the quote, read under its heading, must meet ``min_score`` too, and when the
+    best page names what the question names, pages that never do are dropped. A block's score is its quote's."""
     label = section.effective_label
     queries = signature_queries(section, query_generator)
-    opts: dict[str, Any] = {}
-    if retrieval is not None:
-        opts = {
-            "mode": retrieval.mode,
-            "candidates": retrieval.candidates,
-            "rerank": retrieval.rerank,
-            "reranker_model": retrieval.reranker_model,
-            "mmr_lambda": retrieval.mmr_lambda,
-        }
-    opts.setdefault("candidates", CANDIDATES_PER_QUERY)
-    hits = memory.search(
-        queries[0], k=k, min_score=min_score, subtree=subtree, extra_queries=queries[1:], **opts
+    result = SectionResult(title=section.title, label=label, question=section.effective_question, queries=queries)
+    candidates = evidence_candidates(
+        memory, section, k=k, min_score=min_score, subtree=subtree, retrieval=retrieval, queries=queries
     )
-    ranked = [(h.score, h, h.metadata.get("query") or queries[0]) for h in hits]
-    result = SectionResult(
-        title=section.title, label=label, question=section.effective_question, queries=queries
-    )
-    chosen: list[tuple[float, Hit, str]] = [t for t in ranked if t[0] >= min_score][:k]
-    if not chosen:
-        result.gaps.append(
-            Gap(label, section.effective_question, memory.count_chunks(), memory.count_pages())
-        )
-        return result
-    quotes = _quotes_for(memory, section.effective_question, [h for _, h, _ in chosen])
-    seen_quotes: set[str] = set()
-    for (score, hit, q), quote in zip(chosen, quotes, strict=True):
-        if quote in seen_quotes:
-            continue
-        seen_quotes.add(quote)
+    for c in select_evidence(candidates, k=k, min_score=min_score):
         result.blocks.append(
             EvidenceBlock(
                 label=label,
                 n=len(result.blocks) + 1,
-                quote=quote,
-                url=hit.metadata["url"],
-                last_updated=hit.metadata.get("last_updated"),
-                score=score,
-                chunk_id=hit.id,
-                query=q,
+                quote=c.choice.quote,
+                url=c.hit.metadata["url"],
+                last_updated=c.hit.metadata.get("last_updated"),
+                score=c.score,
+                chunk_id=c.hit.id,
+                query=c.hit.metadata.get("query") or queries[0],
             )
         )
+    if not result.blocks:
+        result.gaps.append(Gap(label, result.question, memory.count_chunks(), memory.count_pages()))
     return result
 
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from orchestrator.charter import Section
+from orchestrator.relevance import mentions, named_subjects
 from orchestrator.synthesize import (
     MAX_QUOTE_WORDS,
+    Candidate,
     EvidenceBlock,
     Gap,
+    QuoteChoice,
     choose_quote,
+    choose_quote_in_context,
     display_url,
+    select_evidence,
     signature_queries,
     split_sentences,
 )
@@ -98,3 +103,95 @@ def test_heading_ending_in_parenthesis_is_not_glued():
     quote = choose_quote(text, scores, spans)
     assert quote.startswith("Cumulative Layout Shift measures visual stability.")
     assert "(CLS)" not in quote
+
+
+CLS_CHUNK = (
+    "Cumulative Layout Shift (CLS)\n"
+    "Cumulative Layout Shift measures visual stability.\n"
+    "What counts as good\n"
+    "A Cumulative Layout Shift score of 0.1 or less is good.\n"
+    "How to minimise layout shift\n"
+    "- Give every image width and height attributes. The browser then reserves the space.\n"
+    "- Reserve space for ads and embeds."
+)
+
+
+def test_a_heading_that_matches_best_quotes_the_prose_under_it():
+    spans = split_sentences(CLS_CHUNK)
+    texts = [CLS_CHUNK[a:b] for a, b in spans]
+    scores = {
+        "How to minimise layout shift": 0.9,  # the heading answers "how do I minimise ..."
+        "A Cumulative Layout Shift score of 0.1 or less is good.": 0.7,
+        "Cumulative Layout Shift (CLS)": 0.8,
+    }
+    choice = choose_quote_in_context(CLS_CHUNK, [scores.get(t, 0.2) for t in texts], spans)
+    # the first item under that heading, grown within its item, without its bullet and never into the next
+    assert choice.quote == "Give every image width and height attributes. The browser then reserves the space."
+    assert choice.heading == "How to minimise layout shift" and choice.by_heading
+    assert choice.in_context.startswith("How to minimise layout shift: Give every image")
+
+    # a sentence that scores as well as the best heading wins, and lends nothing of its heading to coverage
+    scores["A Cumulative Layout Shift score of 0.1 or less is good."] = 0.88
+    choice = choose_quote_in_context(CLS_CHUNK, [scores.get(t, 0.2) for t in texts], spans)
+    assert choice.quote.startswith("A Cumulative Layout Shift score of 0.1 or less is good.")
+    assert choice.heading == "What counts as good" and not choice.by_heading
+    # a sentence that names what the question names is preferred to one that scores higher without it
+    named = ["Cumulative Layout Shift measures" in t for t in texts]
+    choice = choose_quote_in_context(CLS_CHUNK, [scores.get(t, 0.2) for t in texts], spans, named=named)
+    assert choice.quote.startswith("Cumulative Layout Shift measures visual stability.")
+
+
+def test_why_cant_questions_keep_their_topic():
+    s = Section(title="Lab versus field", label="Lab", question="Why can't a Lighthouse lab test measure INP?")
+    assert signature_queries(s)[1] == "Lab versus field: Lighthouse lab test measure INP"
+    s = Section(title="Loading", question="Why doesn't the page load?")
+    assert signature_queries(s)[1] == "Loading: page load"
+
+
+class _Hit:
+    def __init__(self, url):
+        self.metadata = {"url": url}
+        self.score = 0.9
+
+
+def test_select_evidence_checks_each_quote():
+    def cand(quote, score):
+        return Candidate(_Hit("http://x/" + quote), QuoteChoice(quote), score)
+
+    candidates = [
+        cand("first", 0.40),
+        cand("weak", 0.30),  # the chunk passed retrieval, but its quote is below the threshold
+        cand("best", 0.80),
+        cand("first", 0.55),  # the same quote again (another page)
+        cand("third", 0.45),
+    ]
+    chosen = select_evidence(candidates, k=2, min_score=0.35)
+    assert [(c.choice.quote, c.score) for c in chosen] == [("first", 0.40), ("best", 0.80)]  # retrieval order
+    assert [c.choice.quote for c in select_evidence(candidates, k=9, min_score=0.35)] == ["first", "best", "third"]
+    assert select_evidence(candidates, k=5, min_score=0.95) == []
+
+
+def test_named_subjects_and_mentions():
+    assert named_subjects("What Largest Contentful Paint time counts as good?") == ["Largest Contentful Paint"]
+    assert named_subjects("What Interaction to Next Paint value counts as good?") == ["Interaction to Next Paint"]
+    assert named_subjects("Why can't a Lighthouse lab test measure INP, and what should I do?") == ["Lighthouse", "INP"]
+    assert named_subjects("How do I minimise cumulative layout shift?") == []
+    assert named_subjects("What share of websites serve their traffic over HTTP/3?") == ["HTTP/3"]
+    assert named_subjects("The Bank of England raised rates in June.") == ["Bank of England", "June"]
+    assert named_subjects("Exposure to sunlight matters.") == []  # a first word is capitalised anyway
+    assert named_subjects("ALDH1 expression predicts relapse.") == ["ALDH1"]
+    assert named_subjects("What Is The Best Way To Cache?") == []  # Title Case says nothing
+    assert mentions("An Interaction  to next Paint of 200 ms", "Interaction to Next Paint")
+    assert mentions("(LCP) is good", "LCP") and not mentions("LCPX is good", "LCP")
+
+
+def test_select_evidence_keeps_the_quotes_that_name_what_was_asked():
+    def cand(quote, names):
+        return Candidate(_Hit("http://x/" + quote), QuoteChoice(quote), 0.6, names)
+
+    sibling = [cand("LCP threshold", True), cand("INP threshold", False), cand("LCP how-to", True)]
+    assert [c.choice.quote for c in select_evidence(sibling, k=3, min_score=0.35)] == ["LCP threshold", "LCP how-to"]
+    assert len(select_evidence(sibling, k=3, min_score=0.35, named=False)) == 3
+    # when the first page does not name it (the sources word it otherwise), the check keeps what the threshold keeps
+    unnamed_first = [cand("a", False), cand("b", True), cand("c", False)]
+    assert len(select_evidence(unnamed_first, k=3, min_score=0.35)) == 3

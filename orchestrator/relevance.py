@@ -1,0 +1,73 @@
+"""Names a question asks about, for the evidence checks of synthesis (pure functions).
+
+The bundled embedding model (MiniLM) scores sentences of the same shape alike: "An Interaction to Next Paint of
+200 ms or less is good" is as close to "What Largest Contentful Paint time counts as good?" as the LCP sentence
+itself. What tells them apart is the name the question asks about. ``named_subjects`` finds those names
+(capitalised runs and acronyms) and ``mentions`` looks for one in a text; synthesis prefers quotes that name it,
+and drops a page that never names it when other pages do.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Function words: a capitalised one starts no name ("What", "Is", "The").
+_STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being below
+    between both but by can cannot could did do does doing down during each either else ever every few for from
+    further get gets got had has have having he her here hers him his how i if in into is it its itself just may
+    me might more most much must my no nor not now of off on once one only or other our ours out over own per
+    same shall she should so some such than that the their theirs them then there these they this those through
+    to too under until up upon us very via was we were what when where which while who whom whose why will with
+    within without would yet you your yours""".split()
+)
+
+
+# Words that may join the capitalised words of one name ("Interaction to Next Paint", "Bank of England").
+_NAME_CONNECTORS = frozenset({"of", "to", "for", "and", "the", "de", "von", "van", "in", "on", "at"})
+_TOKEN = re.compile(r"[^\W_][\w/+.-]*[^\W_]|[^\W_]", re.UNICODE)
+
+
+def _is_name_word(word: str) -> bool:
+    return word[0].isupper() or (any(c.isdigit() for c in word) and any(c.isupper() for c in word))
+
+
+def named_subjects(question: str) -> list[str]:
+    """The names a question asks about: runs of capitalised words (with connectors such as "to" or "of" inside
+    them) and acronyms: "Largest Contentful Paint", "Interaction to Next Paint", "Lighthouse", "INP", "HTTP/3".
+    The first word is capitalised anyway: it counts only as an acronym or as the start of a longer name. "I"
+    never counts."""
+    tokens = [(m.group(), m.start()) for m in _TOKEN.finditer(question)]
+    capitalised = [w for w, _ in tokens[1:] if w[0].isalpha() and _is_name_word(w)]
+    if len(capitalised) > 0.6 * max(1, len(tokens) - 1):
+        return []  # Title Case: capitals say nothing about names
+    names: list[str] = []
+    run: list[str] = []
+
+    def close() -> None:
+        while run and run[-1].lower() in _NAME_CONNECTORS:
+            run.pop()
+        if run:
+            names.append(" ".join(run))
+        run.clear()
+
+    for i, (word, _) in enumerate(tokens):
+        lowered = word.lower()
+        first_alone = i == 0 and not (
+            word.isupper() or any(c.isdigit() for c in word) or (len(tokens) > 1 and _is_name_word(tokens[1][0]))
+        )
+        starts = not run and (lowered in _STOP_WORDS or first_alone)
+        if _is_name_word(word) and word != "I" and not starts:
+            run.append(word)
+        elif run and lowered in _NAME_CONNECTORS and i + 1 < len(tokens) and _is_name_word(tokens[i + 1][0]):
+            run.append(word)
+        else:
+            close()
+    close()
+    return list(dict.fromkeys(names))
+
+
+def mentions(text: str, name: str) -> bool:
+    """Whether ``text`` contains ``name`` as whole words (case and spacing ignored)."""
+    words = [re.escape(w) for w in name.split()]
+    return re.search(r"(?<![\w])" + r"\s+".join(words) + r"(?![\w])", text, re.IGNORECASE) is not None
