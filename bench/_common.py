@@ -363,6 +363,18 @@ def machine_info() -> dict:
     return info
 
 
+def store_machine_info() -> dict:
+    """``machine_info()`` for benchmarks of the store alone: no browser, Playwright or trafilatura versions."""
+    return {k: v for k, v in machine_info().items() if k not in {"browser", "playwright", "trafilatura"}}
+
+
+def emit_report(report: dict, json_out: str | None) -> None:
+    """Print a benchmark's JSON report, and write it to ``json_out`` when given."""
+    print(json.dumps(report, indent=2))
+    if json_out:
+        Path(json_out).write_text(json.dumps(report, indent=2) + "\n")
+
+
 def setup_env(tmp: Path) -> None:
     """Offline model loading and a throw-away BRT_HOME."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

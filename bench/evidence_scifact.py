@@ -23,7 +23,6 @@ relevant abstract each, so precision is bounded by about 1/k. Tune with ``--spli
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -38,6 +37,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from retrieval_scifact import CHARTER_ID, URL_PREFIX, load_qrels, load_queries  # noqa: E402
+
+from bench._common import emit_report, store_machine_info  # noqa: E402
 
 DEFAULT_THRESHOLDS = "0.25,0.30,0.35,0.40,0.45,0.50,0.55,0.60"
 
@@ -115,12 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{n}/{len(qids)} queries, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
 
     results = {rule: {f"{t:.2f}": summarise(relevant[rule][t]) for t in thresholds} for rule in rules}
-    try:
-        from _common import machine_info
-
-        machine = {k: v for k, v in machine_info().items() if k not in {"browser", "playwright", "trafilatura"}}
-    except Exception:  # noqa: BLE001
-        machine = {"nproc": os.cpu_count()}
+    machine = store_machine_info()
     report = {
         "split": args.split,
         "queries": len(qids),
@@ -132,9 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine,
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
-    print(json.dumps(report, indent=2))
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n")
+    emit_report(report, args.json_out)
     return 0
 
 

@@ -32,6 +32,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from bench._common import emit_report, store_machine_info  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -177,13 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.extra:
         configs.update(json.loads(args.extra))
     results = evaluate(mem, queries, qrels, configs, args.k_chunks)
-    try:
-        sys.path.insert(0, str(REPO_ROOT / "bench"))
-        from _common import machine_info
-
-        machine = {k: v for k, v in machine_info().items() if k not in {"browser", "playwright", "trafilatura"}}
-    except Exception:  # noqa: BLE001
-        machine = {"nproc": os.cpu_count()}
+    machine = store_machine_info()
     report = {
         "split": args.split,
         "queries": len(qrels),
@@ -195,9 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine,
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
-    print(json.dumps(report, indent=2))
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n")
+    emit_report(report, args.json_out)
     return 0
 
 

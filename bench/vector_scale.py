@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -27,6 +26,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from bench._common import emit_report, store_machine_info  # noqa: E402
 
 
 def make_data(rows: int, dim: int, clusters: int, queries: int, seed: int = 0):
@@ -164,13 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         r["ratio_to_numpy"] = round(r["median_ms"] / r["numpy_median_ms"], 2)
         print(json.dumps(r), file=sys.stderr, flush=True)
-    try:
-        sys.path.insert(0, str(REPO_ROOT / "bench"))
-        from _common import machine_info
-
-        machine = {k: v for k, v in machine_info().items() if k not in {"browser", "playwright", "trafilatura"}}
-    except Exception:  # noqa: BLE001
-        machine = {"nproc": os.cpu_count()}
+    machine = store_machine_info()
     report = {
         "rows": args.rows,
         "dim": args.dim,
@@ -185,9 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine,
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
-    print(json.dumps(report, indent=2))
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n")
+    emit_report(report, args.json_out)
     return 0
 
 
