@@ -37,8 +37,8 @@ def named_subjects(question: str) -> list[str]:
     them) and acronyms: "Largest Contentful Paint", "Interaction to Next Paint", "Lighthouse", "INP", "HTTP/3".
     The first word is capitalised anyway: it counts only as an acronym or as the start of a longer name. "I"
     never counts."""
-    tokens = [(m.group(), m.start()) for m in _TOKEN.finditer(question)]
-    capitalised = [w for w, _ in tokens[1:] if w[0].isalpha() and _is_name_word(w)]
+    tokens = _TOKEN.findall(question)
+    capitalised = [w for w in tokens[1:] if w[0].isalpha() and _is_name_word(w)]
     if len(capitalised) > 0.6 * max(1, len(tokens) - 1):
         return []  # Title Case: capitals say nothing about names
     names: list[str] = []
@@ -51,15 +51,15 @@ def named_subjects(question: str) -> list[str]:
             names.append(" ".join(run))
         run.clear()
 
-    for i, (word, _) in enumerate(tokens):
+    for i, word in enumerate(tokens):
         lowered = word.lower()
         first_alone = i == 0 and not (
-            word.isupper() or any(c.isdigit() for c in word) or (len(tokens) > 1 and _is_name_word(tokens[1][0]))
+            word.isupper() or any(c.isdigit() for c in word) or (len(tokens) > 1 and _is_name_word(tokens[1]))
         )
         starts = not run and (lowered in _STOP_WORDS or first_alone)
         if _is_name_word(word) and word != "I" and not starts:
             run.append(word)
-        elif run and lowered in _NAME_CONNECTORS and i + 1 < len(tokens) and _is_name_word(tokens[i + 1][0]):
+        elif run and lowered in _NAME_CONNECTORS and i + 1 < len(tokens) and _is_name_word(tokens[i + 1]):
             run.append(word)
         else:
             close()

@@ -179,6 +179,7 @@ def test_demo_moves_to_a_free_port_when_its_own_is_taken():
     charter = load_demo_charter()
     said: list[str] = []
     with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # connections of an earlier demo may linger
         try:
             taken.bind(("127.0.0.1", DEMO_PORT))
         except OSError:
