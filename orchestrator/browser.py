@@ -508,16 +508,20 @@ async def _fetch_navigation(session: BrowserSession, route: Route) -> None:
     if not hasattr(session, "har_extra"):
         session.har_extra = []  # type: ignore[attr-defined]  # refused redirects, added to the HAR
     main_frame = _is_main_frame(request)
-    result = await route_navigation(
+
+    def on_result(result: Any) -> None:
+        if main_frame and page is not None:
+            session.nav_results[page] = result
+
+    await route_navigation(
         route,
         session.fetcher,
         block,
         session.har_extra,  # type: ignore[attr-defined]
         deadline=deadline,
         partial_ok_after=session.fetcher.read_deadline(deadline, timeout_s) if main_frame else None,
+        on_result=on_result,
     )
-    if main_frame and page is not None:
-        session.nav_results[page] = result
 
 
 def _is_main_frame(request: Any) -> bool:
@@ -616,7 +620,6 @@ def _har_urls(har: Path) -> set[str]:
 def _har_redirects(har: Path) -> dict[str, str]:
     """Request URL -> absolute redirect target for every 3xx entry of a HAR file."""
     import json
-    from urllib.parse import urljoin
 
     try:
         entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
@@ -641,7 +644,9 @@ def _har_redirects(har: Path) -> dict[str, str]:
             None,
         )
         if location:
-            redirects[url] = urljoin(url, location)
+            from .url_safety import join  # the browser's reading of the Location (issue 11)
+
+            redirects[url] = join(url, location) or location
     return redirects
 
 

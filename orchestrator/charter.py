@@ -8,7 +8,6 @@ import json
 import re
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -103,12 +102,14 @@ def _is_exact_only(domain: str) -> bool:
 
 
 def url_allowed(url: str, allowed_domains: list[str]) -> bool:
-    """True when ``url`` is http(s) and its host is on the allowlist."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
+    """True when ``url`` is http(s), carries no userinfo and its host, as a browser parses it (WHATWG,
+    ``url_safety.py``), is on the allowlist."""
+    from .url_safety import parse  # security: one URL parser for checks and browser (issue 11)
+
+    parsed = parse(url) if isinstance(url, str) else None
+    if parsed is None or parsed.has_credentials:
         return False
-    return parts.scheme in ("http", "https") and host_allowed(parts.hostname, allowed_domains)
+    return parsed.scheme in ("http", "https") and host_allowed(parsed.host, allowed_domains)
 
 
 _DOMAIN_RE = re.compile(
@@ -159,11 +160,15 @@ class Charter(_Strict):
 
     @model_validator(mode="after")
     def _check_seeds(self) -> Charter:
+        from .url_safety import CREDENTIALS_REASON, parse  # security: WHATWG parsing (issue 11)
+
         for i, seed in enumerate(self.seeds):
-            parts = urlsplit(seed)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
+            parts = parse(seed)
+            if parts is None or parts.scheme not in ("http", "https") or not parts.host:
                 raise _FieldError(f"seeds.{i}", f"{seed!r} is not an absolute http(s) URL")
-            if not host_allowed(parts.hostname, self.allowed_domains):
+            if parts.has_credentials:
+                raise _FieldError(f"seeds.{i}", f"{seed!r}: {CREDENTIALS_REASON}")
+            if not host_allowed(parts.host, self.allowed_domains):
                 raise _FieldError(
                     f"seeds.{i}", f"{seed!r} is not on allowed_domains ({', '.join(self.allowed_domains)})"
                 )

@@ -26,7 +26,8 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from . import url_safety
 
 __all__ = ["BodyTooLarge", "DocumentFetcher", "FetchResult", "StreamDecoder"]
 
@@ -46,9 +47,9 @@ _DROP_RESPONSE = {"content-encoding", "content-length", "transfer-encoding", "co
 _ORIGIN_BOUND = {"cookie", "authorization", "proxy-authorization"}
 
 
-def _origin(url: str) -> tuple[str, str]:
-    parts = urlsplit(url)
-    return parts.scheme.lower(), parts.netloc.lower()
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    parsed = url_safety.parse(url)
+    return parsed.origin if parsed is not None else None
 
 
 class BodyTooLarge(Exception):
@@ -68,6 +69,9 @@ class FetchResult:
     reason: str | None = None  # why it is not "ok"
     hops: list[str] = field(default_factory=list)  # every URL requested, in order
     elapsed_s: float = 0.0
+    # set by netguard.route_navigation when the browser's navigation was cancelled after a checked redirect
+    # chain: the final URL the harvest then navigates to (answered from this result)
+    redirected_to: str | None = None
 
     def header(self, name: str) -> str | None:
         name = name.lower()
@@ -157,7 +161,7 @@ class DocumentFetcher:
 
     def take(self, url: str) -> FetchResult | None:
         """The stashed result for ``url`` (once), or None."""
-        entry = self._stash.pop(url, None)
+        entry = self._stash.pop(url, None) or self._stash.pop(url_safety.normalize(url) or url, None)
         if entry is None or entry[0] < time.monotonic():
             return None
         return entry[1]
@@ -197,7 +201,8 @@ class DocumentFetcher:
         bytes so far are returned as kind "partial" instead of a timeout."""
         started = time.monotonic()
         result = FetchResult(kind="error", url=url)
-        current, verb, payload = url, method.upper(), body
+        # security (issue 11): every hop is the WHATWG serialisation of what is checked and requested
+        current, verb, payload = url_safety.normalize(url) or url, method.upper(), body
         cap = self.max_bytes if max_bytes is None else int(max_bytes)
         try:
             for _hop in range(MAX_REDIRECTS + 1):
@@ -212,7 +217,10 @@ class DocumentFetcher:
                 )
                 if outcome is None:  # a redirect to follow
                     location = result.header("location") or ""
-                    target = urljoin(current, location)
+                    target = url_safety.join(current, location)  # as the browser would resolve it
+                    if target is None:
+                        result.kind, result.reason = "blocked", "unparsable redirect target"
+                        return result
                     if result.status == 303 or (result.status in (301, 302) and verb == "POST"):
                         verb, payload = "GET", None
                     if _origin(target) != _origin(current) and headers:
@@ -227,9 +235,13 @@ class DocumentFetcher:
             result.elapsed_s = time.monotonic() - started
 
     async def _check(self, url: str) -> str | None:
-        parts = urlsplit(url)
+        parts = url_safety.parse(url)
+        if parts is None:
+            return "unparsable URL"
         if parts.scheme not in ("http", "https"):
             return f"scheme {parts.scheme or '(none)'}: not http(s)"
+        if parts.has_credentials:
+            return url_safety.CREDENTIALS_REASON
         if not self.allowed(url):
             return "not on allowed_domains"
         if self.guard is not None:
@@ -251,7 +263,11 @@ class DocumentFetcher:
         """One request; fills ``result``. Returns None when the response is a redirect to follow."""
         import httpx
 
-        request = await self._build(url, method, headers, body)
+        try:
+            request = await self._build(url, method, headers, body)
+        except ValueError as exc:
+            result.kind, result.reason = "blocked", str(exc)
+            return True
         client = self._http()
         response = None
         if partial_ok_after is not None:
@@ -318,9 +334,12 @@ class DocumentFetcher:
                 await _close_quietly(response)
 
     async def _build(self, url: str, method: str, headers: dict[str, str] | None, body: bytes | None) -> Any:
-        """The request, sent to the address the guard checked (Host header and TLS SNI keep the name)."""
-        parts = urlsplit(url)
-        host = parts.hostname or ""
+        """The request, sent to the address the guard checked (Host header and TLS SNI keep the name). Built
+        from the WHATWG parse of ``url`` (the one that was checked), never from another parser's reading."""
+        parts = url_safety.parse(url)
+        if parts is None:
+            raise ValueError(f"unparsable URL {url!r}")
+        host = parts.hostname
         send_headers: dict[str, str] = {}
         for k, v in (headers or {}).items():
             if not k.startswith(":") and k.lower() not in _DROP_REQUEST:
@@ -328,20 +347,23 @@ class DocumentFetcher:
         if self.user_agent and not any(k.lower() == "user-agent" for k in send_headers):
             send_headers["User-Agent"] = self.user_agent
         send_headers["Accept-Encoding"] = "gzip, deflate"
-        target = url
         extensions: dict[str, Any] = {}
         address = await self._pinned(host)
+        connect_to = parts.host
         if address is not None:
-            send_headers["Host"] = parts.netloc.rsplit("@", 1)[-1]
-            literal = f"[{address}]" if ":" in address else address
-            netloc = literal + (f":{parts.port}" if parts.port else "")
-            target = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+            send_headers["Host"] = parts.netloc
+            connect_to = f"[{address}]" if ":" in address else address
             if parts.scheme == "https":
                 extensions["sni_hostname"] = host
+        port = f":{parts.port}" if parts.port is not None else ""
+        target = f"{parts.scheme}://{connect_to}{port}{parts.path or '/'}{parts.query}"
         import httpx
 
-        return httpx.Request(method, target.split("#", 1)[0], headers=send_headers, content=body,
-                             extensions=extensions)
+        request = httpx.Request(method, target, headers=send_headers, content=body, extensions=extensions)
+        if request.url.host.lower().strip("[]") != connect_to.lower().strip("[]"):
+            # httpx must connect to the host that was checked; anything else is a parser differential
+            raise ValueError(f"refusing {url!r}: the HTTP client reads another host ({request.url.host})")
+        return request
 
     async def _pinned(self, host: str) -> str | None:
         if self.guard is None or not host:

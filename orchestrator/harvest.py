@@ -655,7 +655,9 @@ class _Harvest:
         session.nav_results.pop(page, None)
         event.navigated = True
         try:
-            response = await page.goto(url, wait_until="load", timeout=_ms(deadline))
+            from .netguard import goto_checked  # security: no redirect followed by the browser (issue 11)
+
+            response = await goto_checked(session, page, url, deadline=deadline)
         except PlaywrightTimeout:
             load_timed_out = True
             logger.info("load event of %s timed out after %.0fs; taking the DOM as it is", url, timeout_s)
@@ -989,15 +991,27 @@ class _Harvest:
 
 
 def _links_in(html: str, base_url: str) -> list[str]:
-    """The href of every <a> in ``html``, absolute against ``base_url``."""
+    """The href of every <a> in ``html``, absolute against the document's base URL as a browser resolves it
+    (WHATWG, ``url_safety.py``: ``/\\host`` and ``http:\\\\host`` name another host, as they do for a browser)."""
     import lxml.html
 
+    from . import url_safety
+
     try:
-        doc = lxml.html.fromstring(html, base_url=base_url)
+        doc = lxml.html.fromstring(html)
     except (ValueError, lxml.etree.ParserError):
         return []
-    doc.make_links_absolute(base_url, resolve_base_href=True, handle_failures="discard")
-    return [href for href in doc.xpath("//a/@href") if isinstance(href, str)]
+    base = base_url
+    declared = doc.xpath("//base/@href")
+    if declared and isinstance(declared[0], str):
+        base = url_safety.join(base_url, declared[0]) or base_url
+    out = []
+    for href in doc.xpath("//a/@href"):
+        if isinstance(href, str):
+            absolute = url_safety.join(base, href)
+            if absolute is not None:
+                out.append(absolute)
+    return out
 
 
 def _content_type(headers: dict[str, str]) -> str | None:

@@ -25,7 +25,6 @@ import os
 import socket
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 __all__ = ["NetGuard", "classify_ip", "exact_allowed", "parse_resolver_rules", "resolver_rules_from_env"]
 
@@ -140,10 +139,12 @@ class NetGuard:
 
     async def check(self, url: str) -> str | None:
         """None when ``url`` may be requested, else why not ("internal address (loopback 127.0.0.1)")."""
-        try:
-            host = urlsplit(url).hostname
-        except ValueError:
+        from .url_safety import parse  # security: the host as the browser reads it (issue 11)
+
+        parsed = parse(url) if isinstance(url, str) else None
+        if parsed is None:
             return "unparsable URL"
+        host = parsed.hostname
         if not host:
             return None  # not a network request (about:, data: are refused by the allowlist)
         if exact_allowed(host, self.allowed_domains):
@@ -178,6 +179,7 @@ async def route_navigation(
     *,
     deadline: float,
     partial_ok_after: float | None,
+    on_result: Callable[[Any], None] | None = None,
 ) -> Any:
     """Answer a navigation request with a document brt fetched itself (``fetcher.DocumentFetcher``).
 
@@ -203,6 +205,8 @@ async def route_navigation(
             body=request.post_data_buffer,
             partial_ok_after=partial_ok_after,
         )
+    if on_result is not None:  # before the browser hears of it (the harvest reads it when goto returns)
+        on_result(result)
     if result.kind == "blocked":
         logger.info("blocked navigation to %s (%s)", result.url, result.reason)
         block(result.url, result.reason or "blocked")
@@ -211,11 +215,18 @@ async def route_navigation(
         await _safe(route.abort("blockedbyclient"))
         return result
     if result.kind in ("ok", "partial"):
-        if len(result.hops) > 1 and result.hops[-1] != url:
-            # every hop was checked: send the browser straight to the final URL (one redirect it follows
-            # itself), and keep the final response for that request
+        from .url_safety import normalize
+
+        if len(result.hops) > 1 and result.hops[-1] != (normalize(url) or url):
+            # Every hop was checked. The browser must not follow a redirect itself: Playwright's router never
+            # sees the target of a redirect, so the browser would fetch it with its own DNS answer, past the
+            # byte cap and deadline. So the navigation is cancelled and the harvest navigates to the final
+            # URL (the WHATWG serialisation that was checked), answered from this fetch (issue 11).
             fetcher.stash(result.hops[-1], result)
-            await _safe(route.fulfill(status=302, headers={"location": result.hops[-1]}, body=""))
+            result.redirected_to = result.hops[-1]
+            if har_entries is not None:
+                har_entries.append(_har_redirect_entry(request.method, url, result, result.hops[-1]))
+            await _safe(route.abort("aborted"))
             return result
         from .downloads import fulfill_navigation
 
@@ -233,6 +244,31 @@ async def route_navigation(
     logger.info("navigation to %s failed: %s", url, result.reason)
     await _safe(route.abort(code))
     return result
+
+
+async def goto_checked(session: Any, page: Any, url: str, *, deadline: float, wait_until: str = "load") -> Any:
+    """``page.goto(url)``. When brt's own fetch of the document followed redirects (every hop checked), the
+    browser's navigation was cancelled (``route_navigation``): navigate to the checked final URL instead, whose
+    response comes from that fetch. Returns goto's response; raises what goto raises otherwise."""
+    import time
+
+    from playwright.async_api import Error as PlaywrightError
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        return await page.goto(url, wait_until=wait_until, timeout=max(1.0, deadline - time.monotonic()) * 1000)
+    except PlaywrightTimeout:
+        raise
+    except PlaywrightError:
+        nav = session.nav_results.get(page)
+        target = getattr(nav, "redirected_to", None)
+        if not target:
+            raise
+    session.expected_navigations.add(target)
+    try:
+        return await page.goto(target, wait_until=wait_until, timeout=max(1.0, deadline - time.monotonic()) * 1000)
+    finally:
+        session.expected_navigations.discard(target)
 
 
 def _header_dict(headers: list[tuple[str, str]]) -> dict[str, str]:
@@ -255,6 +291,15 @@ async def _safe(awaitable: Any) -> None:
         await awaitable
     except PlaywrightError as exc:  # the page went away meanwhile (timeout, closed)
         logger.debug("route already handled: %s", exc)
+
+
+def _har_redirect_entry(method: str, url: str, result: Any, target: str) -> dict[str, Any]:
+    """The redirect the browser was spared, for the HAR: a replay meets ``url`` -> ``target`` as a 302."""
+    entry = _har_entry(method, url, result, target)
+    entry["response"].update(status=302, statusText="Found",
+                             headers=[{"name": "Location", "value": target}],
+                             content={"size": 0, "mimeType": "text/html", "text": ""})
+    return entry
 
 
 def _har_entry(method: str, url: str, response: Any, target: str) -> dict[str, Any]:
