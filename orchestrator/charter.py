@@ -51,6 +51,10 @@ class Harvest(_Strict):
     per_domain_concurrency: int = Field(2, ge=1, le=32)
     min_delay_s: float = Field(0.0, ge=0, le=60)
     max_page_bytes: int = Field(20_000_000, ge=1000)
+    # Bounds of one run (README "Harvest hardening", orchestrator/limits.py): URLs attempted whatever their
+    # outcome (null = 4 x max_pages) and wall time in seconds (null = 3600).
+    max_attempts: int | None = Field(None, ge=1, le=1_000_000)
+    max_duration_s: float | None = Field(None, gt=0, le=7 * 24 * 3600)
     selectors: dict[str, str] = Field(default_factory=dict)
 
 
@@ -272,24 +276,45 @@ def load_charter(path: str | Path) -> Charter:
         raise CharterError(str(p), [("", f"cannot read: {exc.strerror or exc}")]) from None
     except UnicodeDecodeError:
         raise CharterError(str(p), [("", "not UTF-8 text")]) from None
+    from .charter_syntax import CharterSyntaxError, check_json, check_yaml  # issue 11: duplicates, depth
+
     if p.suffix.lower() == ".json":
         try:
+            check_json(raw)
             data = json.loads(raw)
+        except CharterSyntaxError as exc:
+            raise CharterError(str(p), [(exc.field, str(exc))]) from None
         except json.JSONDecodeError as exc:
             raise CharterError(
                 str(p), [("", f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")]
             ) from None
+        except RecursionError:
+            raise CharterError(str(p), [("", "nested too deeply")]) from None
     else:
         import yaml
 
         try:
-            data = yaml.safe_load(raw)
+            check_yaml(raw)
+            data = yaml.load(raw, Loader=_loader())  # noqa: S506 - a SafeLoader that refuses duplicate keys
+        except CharterSyntaxError as exc:
+            raise CharterError(str(p), [(exc.field, str(exc))]) from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
             problem = getattr(exc, "problem", None) or str(exc)
             raise CharterError(str(p), [("", f"malformed YAML{where}: {problem}")]) from None
-    return parse_charter(data, source=p)
+        except RecursionError:
+            raise CharterError(str(p), [("", "nested too deeply")]) from None
+    try:
+        return parse_charter(data, source=p)
+    except RecursionError:
+        raise CharterError(str(p), [("", "nested too deeply")]) from None
+
+
+def _loader() -> Any:
+    from .charter_syntax import yaml_loader
+
+    return yaml_loader()
 
 
 def charter_json_schema() -> dict[str, Any]:

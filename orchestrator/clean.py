@@ -91,14 +91,27 @@ def clean(
     Raises memory_store.StoreNotFound when there is no store."""
     mem = memory if memory is not None else open_memory(charter, create=False)
     path = Path(snapshot) if snapshot is not None else default_snapshot_path(charter.id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    extra = [dict(e, type=e.get("type", "harvest_event")) for e in mem.events()]
-    extra.extend(_concept_records(charter, mem))
-    manifest = mem.snapshot(path, extra_records=extra, include_vectors=vectors, tool_version=__version__)
-    har = merge_hars(har_files(mem), path.with_suffix(".har"))
     keep_store = charter.memory.persist if keep is None else (keep or charter.memory.persist)
-    if not keep_store:
-        mem.reset()
+    from memory_store.errors import StoreLocked
+
+    from .errors import HarvestBusy
+
+    try:
+        # held for the whole clean (issue 11): a running harvest refuses the clean before any file is written
+        lock = mem.harvest_lock()
+        lock.__enter__()
+    except StoreLocked as exc:
+        raise HarvestBusy(f"cannot clean now, nothing was written: {exc}") from exc
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        extra = [dict(e, type=e.get("type", "harvest_event")) for e in mem.events()]
+        extra.extend(_concept_records(charter, mem))
+        manifest = mem.snapshot(path, extra_records=extra, include_vectors=vectors, tool_version=__version__)
+        har = merge_hars(har_files(mem), path.with_suffix(".har"))
+        if not keep_store:
+            mem.reset()
+    finally:
+        lock.__exit__(None, None, None)
     log.info("snapshot written to %s (store %s)", path, "kept" if keep_store else "destroyed")
     return CleanResult(path, har, destroyed=not keep_store, counts=dict(manifest.get("counts", {})))
 

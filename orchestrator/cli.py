@@ -246,14 +246,23 @@ def search(
     "--out", type=click.Path(dir_okay=False), help="Markdown path (default: the charter's outputs.doc)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the synthesis as one JSON document.")
+@click.option(
+    "--allow-doc-anywhere",
+    is_flag=True,
+    help="Let the charter's outputs.doc be absolute or lie outside the charter's folder (refused otherwise).",
+)
 @_handle_errors
-def synthesize(charter: str, out: str | None, as_json: bool) -> None:
+def synthesize(charter: str, out: str | None, as_json: bool, allow_doc_anywhere: bool = False) -> None:
     """Answer each output section with evidence blocks or a Gap."""
+    from .safe_paths import charter_doc_path, record_written
     from .synthesize import synthesize as run_synthesize
 
     c = _load(charter)
+    if out is None:  # security (issue 11): a charter may not aim outputs.doc outside its folder unasked
+        charter_doc_path(c, allow_anywhere=allow_doc_anywhere)
     _require_store(c)
     result = run_synthesize(c, out=out)
+    record_written([result.doc_path, result.json_path])
     if as_json:
         doc = result.to_json()
         doc["doc_path"], doc["json_path"] = str(result.doc_path), str(result.json_path)
@@ -278,6 +287,9 @@ def clean(charter: str, snapshot: str | None, keep: bool, no_vectors: bool) -> N
     c = _load(charter)
     _require_store(c)
     result = run_clean(c, snapshot=snapshot, keep=keep or None, vectors=not no_vectors)
+    from .safe_paths import record_written
+
+    record_written([result.snapshot_path, result.har_path])
     click.echo(str(result.snapshot_path))
     if result.har_path:
         _err(f"HAR of the harvest: {result.har_path}")
@@ -400,6 +412,13 @@ def charter_validate(file: str) -> None:
         f"{file}: valid charter {c.id!r} ({len(c.seeds)} seeds, {len(c.allowed_domains)} allowed domains, "
         f"{len(c.outputs.sections)} sections)"
     )
+    from .errors import CharterError
+    from .safe_paths import charter_doc_path
+
+    try:
+        charter_doc_path(c)
+    except CharterError as exc:
+        _err(f"note: {exc.problems[0][1]}")
 
 
 @charter_group.command("schema")

@@ -460,7 +460,7 @@ class DevtoolsHarvest(_Harvest):
         await self._breadth_first(visit_level)
 
     async def _visit_mcp(self, url: str, depth: int) -> list[str]:
-        if self.accepted >= self.settings.max_pages:
+        if self.budget.start(refresh=self.refresh) is not None:  # limits.py
             self.report.not_attempted += 1
             return []
         event = HarvestEvent(url=url, depth=depth, started_at=_now())

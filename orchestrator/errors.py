@@ -4,7 +4,8 @@
     ├── CharterError         an invalid charter file (names the file and field path); CLI exit 2
     ├── BrowserNotFound      no Chromium/Chrome could be found or launched
     ├── HarvestError         a harvest could not run at all (single pages never raise: they become events)
-    │   └── BrowserCrashed   the browser crashed more often than brt relaunches it (or an attached one went away)
+    │   ├── BrowserCrashed   the browser crashed more often than brt relaunches it (or an attached one went away)
+    │   └── DiskFull         the disk (or quota) filled up during a harvest: it stopped, what was stored is kept
     ├── HarvestBusy          another harvest of the same charter is running
     └── PortInUse            the demo site's port is taken (``brt demo`` then serves on a free port)
 
@@ -52,3 +53,12 @@ class BrowserCrashed(HarvestError):
 
 class PortInUse(BrtError):
     """A local port brt was asked to serve on is already in use."""
+
+
+class DiskFull(HarvestError):
+    """The disk (or the quota) filled up while a harvest wrote its store, journal or HAR: the run stopped at
+    once; pages stored before stay stored. ``report`` is the harvest's (partial) HarvestReport."""
+
+    def __init__(self, message: str, report: object | None = None):
+        super().__init__(message)
+        self.report = report

@@ -66,6 +66,11 @@ def init_state(h: Any) -> None:
 
 
 async def start(h: Any) -> None:
+    from .limits import CrawlBudget
+
+    # max_pages counts the pages the store holds already (limits.py); the run's clock starts now
+    stored = await asyncio.to_thread(_count_pages, h.memory)
+    h.budget = CrawlBudget.for_settings(h.settings, pages_in_store=stored)
     events = await asyncio.to_thread(_journal_events, h.memory)
     h.resume_links = load_links(events)
     from .revalidate import ReplayIndex, load_fingerprints
@@ -76,6 +81,14 @@ async def start(h: Any) -> None:
         h.replay_index = await asyncio.to_thread(ReplayIndex, h.replay)
     h._journal_wake = asyncio.Event()
     h._journal_task = asyncio.create_task(_flusher(h), name="brt-journal")
+
+
+def _count_pages(memory: Memory) -> int:
+    try:
+        return memory.count_pages()
+    except Exception as exc:  # an unreadable store counts as empty here; the writer will say more
+        logger.warning("cannot count the pages of %s: %s", memory.charter_id, exc)
+        return 0
 
 
 def _journal_events(memory: Memory) -> list[dict[str, Any]]:
@@ -126,8 +139,15 @@ async def _flusher(h: Any) -> None:
         if batch:
             try:
                 await asyncio.to_thread(h.memory.record_events, batch)
-            except Exception:
-                logger.exception("cannot record harvest events for %s", h.charter.id)
+            except Exception as exc:
+                from .limits import is_disk_full
+
+                if is_disk_full(exc):  # stop the run (limits.py); say so once, not once per event
+                    if getattr(h, "budget", None) is not None and h.budget.stop_reason is None:
+                        logger.error("disk full while writing the journal of %s; stopping the harvest", h.charter.id)
+                        h.budget.stop(f"disk full while writing the journal ({exc})")
+                else:
+                    logger.exception("cannot record harvest events for %s", h.charter.id)
         if h._journal_closing and not h._journal_pending:
             return
 
@@ -153,7 +173,12 @@ async def stop(h: Any) -> None:
 
 def finish_report(h: Any) -> None:
     """Journal the run's summary (read back by ``brt status``)."""
+    budget = getattr(h, "budget", None)
+    if budget is not None and budget.stop_reason:
+        h.report.stopped = budget.stop_reason
     summary = summarize(h.report.events, h.report.elapsed_s)
+    if h.report.stopped:
+        summary["stopped"] = h.report.stopped
     h.report.summary_table = summary  # type: ignore[attr-defined]
     try:
         h.memory.record_events([{"type": "harvest_summary", "run_id": h.run_id, **summary}])
@@ -325,8 +350,8 @@ async def fetch_pdf(
         h._finish(event, "skipped", f"duplicate of {canonical} (already harvested in this run)")
         return [], False
     h.final_seen.add(canonical)
-    if h.accepted >= h.settings.max_pages:
-        h._finish(event, "skipped", "max_pages reached")
+    if not await h._room_for(event, url):  # max_pages is the store's total (limits.py)
+        h._finish(event, "skipped", h.budget.max_pages_reason())
         return [], False
     h.accepted += 1
     event.links = []
@@ -398,6 +423,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     rows.append(("retried", f"{summary.get('retried_urls', 0)} URLs, {summary.get('retries', 0)} retries"))
     rows.append(("bytes", _human_bytes(int(summary.get("bytes") or 0))))
     rows.append(("time", f"{float(summary.get('elapsed_s') or 0):.1f}s"))
+    if summary.get("stopped"):
+        rows.append(("stopped", str(summary["stopped"])))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 

@@ -80,6 +80,7 @@ class HarvestEvent:
     fingerprint: dict[str, Any] | None = None  # what the stored text was made from (orchestrator/revalidate.py)
     unchanged: bool = False  # a refresh found the page's inputs identical and did not render it again
     navigated: bool = False  # the tab was navigated for it (else the tab is still clean; not recorded)
+    replaces: bool = False  # it replaces a page the store held (does not count toward max_pages; not recorded)
 
     def start_over(self) -> None:
         """Clear what the last attempt settled, before the URL is tried again (``attempts`` stay)."""
@@ -140,6 +141,7 @@ class HarvestReport:
     browser_relaunches: int = 0  # crashed browsers replaced during the harvest (at most 3: orchestrator/crash.py)
     har_paths: list[Path] = field(default_factory=list)  # every HAR recorded (one per browser context), oldest first
     har_incomplete: list[Path] = field(default_factory=list)  # HARs a browser crash cut short (marked so inside)
+    stopped: str | None = None  # why the run stopped early (max_attempts, max_duration_s, disk full: limits.py)
 
     def counts(self) -> dict[str, int]:
         """Events per outcome (all four outcomes present, zero included)."""
@@ -152,9 +154,10 @@ class HarvestReport:
         """One line: counts by outcome, pages, chunks and time."""
         counts = ", ".join(f"{n} {outcome}" for outcome, n in self.counts().items())
         relaunched = f"; browser relaunched {self.browser_relaunches}x" if self.browser_relaunches else ""
+        stopped = f"; stopped: {self.stopped}" if self.stopped else ""
         return (
             f"{counts}; {self.pages_stored} pages stored, {self.chunks_total} chunks "
-            f"({self.chunks_embedded} newly embedded) in {self.elapsed_s:.1f}s{relaunched}"
+            f"({self.chunks_embedded} newly embedded) in {self.elapsed_s:.1f}s{relaunched}{stopped}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -174,6 +177,7 @@ class HarvestReport:
             "browser_relaunches": self.browser_relaunches,
             "har_paths": [str(p) for p in self.har_paths],
             "har_incomplete": [str(p) for p in self.har_incomplete],
+            "stopped": self.stopped,
             "events": list(self.events),
         }
 
@@ -265,11 +269,19 @@ async def harvest_async(
             run = _Harvest(charter, memory, progress or NullProgress(), replay=replay, refresh=refresh)
             run.browser_url = browser_url
         report = await run.run()
-        if charter.memory.use_concept_index and report.pages_stored:  # concept index: incremental update
-            await asyncio.to_thread(_update_concept_index, charter, memory)
+        if charter.memory.use_concept_index and report.pages_stored and not _disk_full(report):
+            await asyncio.to_thread(_update_concept_index, charter, memory)  # concept index: incremental update
+        if _disk_full(report):  # limits.py: stopped cleanly, what was stored is kept
+            from .errors import DiskFull
+
+            raise DiskFull(f"harvest of {charter.id} stopped: {report.stopped}; {report.summary()}", report)
         return report
     finally:
         lock.__exit__(None, None, None)
+
+
+def _disk_full(report: HarvestReport) -> bool:
+    return bool(report.stopped and report.stopped.startswith("disk full"))
 
 
 def _update_concept_index(charter: Charter, memory: Memory) -> None:
@@ -312,7 +324,10 @@ class _Harvest:
         self.run_id = _now()  # groups this harvest's events in the store's journal
         self.events: list[HarvestEvent] = []
         self.seen: set[str] = set()
-        self.accepted = 0  # pages handed to the writer (counts against max_pages)
+        self.accepted = 0  # pages handed to the writer in this run
+        from .limits import CrawlBudget
+
+        self.budget = CrawlBudget.for_settings(self.settings)  # max_pages/attempts/duration, disk (limits.py)
         self.final_seen: set[str] = set()
         self.robots: dict[str, RobotFileParser | None] = {}
         self.queue: asyncio.Queue[_Fetched | None] = asyncio.Queue()
@@ -396,7 +411,7 @@ class _Harvest:
         for depth in range(self.settings.max_depth + 1):
             if not frontier:
                 break
-            if self.accepted >= self.settings.max_pages:
+            if self.budget.closed(refresh=self.refresh):  # limits.py
                 self.report.not_attempted += len(frontier)
                 break
             self.progress.advance("fetch", 0, total=len(self.events) + len(frontier))
@@ -417,7 +432,7 @@ class _Harvest:
     async def _visit(self, pages: asyncio.Queue[Page | None], url: str, depth: int) -> list[str]:
         """Fetch one URL with a page from the pool; returns the allowed links found on it."""
         page = await pages.get()
-        if self.accepted >= self.settings.max_pages or (self.watch is not None and self.watch.fatal is not None):
+        if (self.watch is not None and self.watch.fatal is not None) or self.budget.start(refresh=self.refresh):
             self.report.not_attempted += 1
             pages.put_nowait(page)
             return []
@@ -574,13 +589,21 @@ class _Harvest:
             else:
                 self._finish(event, "skipped", "no readable text")
             return links, False
-        if self.accepted >= self.settings.max_pages:
-            self._finish(event, "skipped", "max_pages reached")
+        if not await self._room_for(event, final_url):  # max_pages is the store's total (limits.py)
+            self._finish(event, "skipped", self.budget.max_pages_reason())
             return links, False
         self.accepted += 1
         event.links = filter_links(links, self.charter.allowed_domains)[: _hard.MAX_LINKS]
         await self.queue.put(_Fetched(event, extracted, status, content_type or "text/html", fetched_at))
         return links, True
+
+    async def _room_for(self, event: HarvestEvent, final_url: str) -> bool:
+        """Whether the page may go to the store under max_pages (a page the store holds replaces itself)."""
+        known = False
+        if self.budget.pages_in_store:
+            known = await asyncio.to_thread(self.memory.has_page, final_url)
+        event.replaces = known
+        return self.budget.accept(known)
 
     async def _snapshot(self, page: Page, deadline: float) -> tuple[str, str] | None:
         """(url, rendered HTML) of the tab right after its load event, or None when it cannot be read."""
@@ -630,6 +653,7 @@ class _Harvest:
         if not self.refresh and await asyncio.to_thread(self.memory.has_page, url):
             known = self.resume_links.get(url)
             if known is not None or self.replay is not None:
+                self.budget.refund()  # no request made: not an attempt (limits.py)
                 self._finish(event, "skipped", "already stored (refresh to fetch it again)")
                 return list(known or []), False  # a resume continues the BFS from the stored page's links
             # stored, but its links never reached the journal (killed in between): fetch it again for them
@@ -927,10 +951,19 @@ class _Harvest:
             inputs = [self._page_input(item) for item in batch]
             per_page = await asyncio.to_thread(self._add_many, inputs, batch)
         except Exception as exc:
-            logger.exception("storing %d page(s) failed", len(batch))
+            from .limits import is_disk_full
+
+            full = is_disk_full(exc)
+            if full:  # stop the run at once; what was stored stays (limits.py)
+                self.budget.stop(f"disk full while writing the store ({_first_line(exc)})")
+                logger.error("disk full: storing %d page(s) failed; stopping the harvest", len(batch))
+            else:
+                logger.exception("storing %d page(s) failed", len(batch))
             for item in batch:
                 self.accepted -= 1
-                self._finish(item.event, "failed", f"store error: {type(exc).__name__}: {_first_line(exc)}")
+                self.budget.release(item.event.replaces)
+                what = "disk full" if full else "store error"
+                self._finish(item.event, "failed", f"{what}: {type(exc).__name__}: {_first_line(exc)}")
                 self.progress.advance("fetch")
                 _hard.journal(self, item.event)
             return

@@ -358,5 +358,9 @@ def add_har_entries(har_path: Any, entries: list[dict[str, Any]]) -> None:
     ]
     log["entries"] = kept + entries
     tmp = path.with_suffix(".har.tmp")
-    tmp.write_text(json.dumps(har), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(har), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:  # e.g. a full disk (limits.py): the HAR keeps what Playwright wrote
+        logger.warning("cannot add refused redirects to %s: %s", path, exc)
+        tmp.unlink(missing_ok=True)

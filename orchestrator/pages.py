@@ -84,6 +84,11 @@ def check_url(charter: Charter, url: str) -> str:
     """``url`` in canonical form when it is an absolute http(s) URL on the charter's allowlist; else PageRefused."""
     if not isinstance(url, str) or not is_http_url(url):
         raise PageRefused(f"refused {url!r}: only absolute http(s) URLs can be stored")
+    from .url_safety import credentials_refusal
+
+    refused = credentials_refusal(url)  # security (issue 11): no user:pass@ stored or cited
+    if refused is not None:
+        raise PageRefused(f"refused the URL given: {refused}; nothing was stored")
     if not charter.allows(url):
         raise PageRefused(
             f"refused {url}: its host is not on the charter's allowed_domains "
@@ -107,6 +112,12 @@ def prepare_page(
     url = check_url(charter, url)
     if (html is None) == (text is None):
         raise PageRefused("give exactly one of html or text")
+    cap = int(getattr(charter.harvest, "max_page_bytes", 0) or 0)
+    size = len((html if html is not None else text or "").encode("utf-8", "replace"))
+    if cap and size > cap:  # security (issue 11): the harvest's per-page cap applies to add_page too
+        raise PageRefused(
+            f"too large ({size} bytes, cap {cap}: the charter's harvest.max_page_bytes); nothing was stored"
+        )
     if last_updated is not None and last_updated != "":
         if not _DATE_RE.match(last_updated) or not _valid_date(last_updated):
             raise PageRefused(f"last_updated must be a date YYYY-MM-DD, got {last_updated!r}")

@@ -40,10 +40,9 @@ class EvidenceBlock:
 
     @property
     def markdown(self) -> str:
-        return (
-            f'[{self.label} Evidence #{self.n}] "{self.quote}" — {display_url(self.url)} '
-            f"(last updated: {self.last_updated or 'unknown'})"
-        )
+        from .untrusted import evidence_line  # security: quote escaped, one line one block (issue 11)
+
+        return evidence_line(self.label, self.n, self.quote, display_url(self.url), self.last_updated)
 
 
 @dataclass
@@ -123,8 +122,10 @@ class SynthesisResult:
 
 
 def display_url(url: str) -> str:
-    """A URL without its scheme, as evidence blocks print it."""
-    return re.sub(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", "", url)
+    """A URL without its scheme and without userinfo (``user:pass@``), as evidence blocks print it."""
+    from .url_safety import display  # security: never cite credentials or a spoofed user@ name (issue 11)
+
+    return display(url)
 
 
 # Signature queries (DESIGN "Signature & Retrieve"): 2-4 per section, built without an LLM:
