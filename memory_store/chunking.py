@@ -118,6 +118,30 @@ def split_units(text: str) -> list[tuple[int, int]]:
     return units
 
 
+# A WordPiece tokenizer (the bundled MiniLM's) reads a run of more than 100 letters and digits as one [UNK]
+# token, so a token count says nothing about the length of such a run (2 MB without a space "is" 1 token).
+# Hard splits cut such runs into pieces of at most this many characters, each its own unit (issue 11).
+MAX_WORD_CHARS = 100
+_LONG_WORD = re.compile(r"[^\W_]{%d,}" % (MAX_WORD_CHARS + 1))
+
+
+def _split_long_words(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """``text[start:end]`` with every run of more than MAX_WORD_CHARS letters/digits cut into pieces of at
+    most MAX_WORD_CHARS characters (each its own span); the text between runs stays whole."""
+    out: list[tuple[int, int]] = []
+    pos = start
+    for m in _LONG_WORD.finditer(text, start, end):
+        s, e = _strip_span(text, pos, m.start())
+        if s < e:
+            out.append((s, e))
+        out.extend((k, min(k + MAX_WORD_CHARS, m.end())) for k in range(m.start(), m.end(), MAX_WORD_CHARS))
+        pos = m.end()
+    s, e = _strip_span(text, pos, end)
+    if s < e:
+        out.append((s, e))
+    return out
+
+
 def _word_offsets(text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
 
@@ -133,7 +157,7 @@ def _hard_split(
     sub = text[start:end]
     offsets = list(token_offsets(sub)) if token_offsets is not None else _word_offsets(sub)
     if not offsets:
-        return [(start, end)]
+        return _split_long_words(text, start, end) or [(start, end)]
     spans: list[tuple[int, int]] = []
     i = 0
     n = len(offsets)
@@ -150,7 +174,7 @@ def _hard_split(
         e = offsets[j - 1][1] if j >= n else offsets[j][0]
         s, e = _strip_span(text, start + s, start + e)
         if s < e:
-            spans.append((s, e))
+            spans.extend(_split_long_words(text, s, e))
         i = j
     return spans
 
@@ -183,10 +207,11 @@ def chunk_text(
     units = split_units(text)
     unit_tokens = counts([text[s:e] for s, e in units])
     piece = overlap if overlap > 0 else window
-    if any(t > window for t in unit_tokens):
+    long_words = _LONG_WORD.search(text) is not None  # runs a token count cannot measure (issue 11)
+    if long_words or any(t > window for t in unit_tokens):
         new_units: list[tuple[int, int]] = []
         for (s, e), t in zip(units, unit_tokens, strict=True):
-            if t > window:
+            if t > window or (long_words and _LONG_WORD.search(text, s, e)):
                 new_units.extend(_hard_split(text, s, e, piece, token_offsets))
             else:
                 new_units.append((s, e))

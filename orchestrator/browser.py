@@ -33,7 +33,14 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+#: Where Chromium's own Google services are sent instead of Google: port 1 is on Chromium's restricted-port
+#: list, so such a request fails (ERR_UNSAFE_PORT) before any DNS lookup or connection.
+_NOWHERE = "http://127.0.0.1:1/"
+
 #: Flags that keep Chromium from talking to anything but the pages we ask for (see DESIGN.md, "This machine").
+#: The last ones (issue 11): even with --disable-component-update, Chromium's update client asks
+#: update.googleapis.com at every launch, and the sign-in code asks accounts.google.com (ListAccounts); they
+#: are pointed at _NOWHERE (tests/test_security.py reads Chromium's net log: no other host is looked up).
 LAUNCH_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -42,6 +49,13 @@ LAUNCH_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    f"--component-updater=url-source={_NOWHERE}",
+    f"--gaia-url={_NOWHERE}",
+    f"--google-apis-url={_NOWHERE}",
+    f"--lso-url={_NOWHERE}",
+    f"--variations-server-url={_NOWHERE}",
+    "--no-pings",
+    "--disable-domain-reliability",
 ]
 
 _INTERNAL_SCHEMES = ("chrome:", "chrome-extension:", "chrome-untrusted:", "devtools:", "about:")

@@ -890,31 +890,16 @@ class _Harvest:
         return "\n".join(p for p in parts if isinstance(p, str)) or None
 
     async def _robots_allow(self, page: Page, url: str, deadline: float) -> bool:
-        """robots.txt of the URL's origin (fetched once, through the same guarded browser context)."""
-        from playwright.async_api import Error as PlaywrightError
-
+        """robots.txt of the URL's origin (fetched once, by brt's document fetcher: checked and pinned)."""
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
         if origin not in self.robots:
             body: str | None = None
-            try:
-                guard = getattr(self.session, "guard", None)
-                refused = await guard.check(origin + "/robots.txt") if guard is not None else None
-                response = (
-                    await page.request.get(
-                        origin + "/robots.txt",
-                        max_redirects=0,
-                        timeout=max(1.0, min(10.0, deadline - time.monotonic())) * 1000,
-                    )
-                    if self.replay is None and refused is None
-                    else None
-                )
-                if response is not None and 200 <= response.status < 300:
-                    body = (await response.body())[:500_000].decode("utf-8", "replace")
-            except PlaywrightError as exc:
-                if self.session is not None and not self.session.connected():
-                    raise  # the browser crashed: not a missing robots.txt (orchestrator/crash.py retries the URL)
-                logger.debug("no robots.txt for %s: %s", origin, _first_line(exc))
+            fetcher = getattr(self.session, "fetcher", None)
+            if self.replay is None and fetcher is not None:
+                from .robots_fetch import fetch_robots  # brt's pinned, checked fetcher (issue 11)
+
+                body = await fetch_robots(fetcher, origin, deadline)
             self.robots[origin] = _hard.RobotsRules(body)
             self.polite.set_crawl_delay(parts.hostname or "", self.robots[origin].crawl_delay(_USER_AGENT_TOKEN))
         return self.robots[origin].allowed(url, _USER_AGENT_TOKEN)
