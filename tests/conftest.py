@@ -13,7 +13,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-pytest_plugins = ["tests.fixtures_site", "tests.fixtures_badserver"]
+pytest_plugins = ["tests.fixtures_site", "tests.fixtures_badserver", "tests.fixtures_attack"]
 
 
 @pytest.fixture(scope="session")
