@@ -122,7 +122,7 @@ def split_units(text: str) -> list[tuple[int, int]]:
 # token, so a token count says nothing about the length of such a run (2 MB without a space "is" 1 token).
 # Hard splits cut such runs into pieces of at most this many characters, each its own unit (issue 11).
 MAX_WORD_CHARS = 100
-_LONG_WORD = re.compile(r"[^\W_]{%d,}" % (MAX_WORD_CHARS + 1))
+_LONG_WORD = re.compile(r"[^\W_]{" + str(MAX_WORD_CHARS + 1) + ",}")
 
 
 def _split_long_words(text: str, start: int, end: int) -> list[tuple[int, int]]:

@@ -182,8 +182,13 @@ def finish_report(h: Any) -> None:
     h.report.summary_table = summary  # type: ignore[attr-defined]
     try:
         h.memory.record_events([{"type": "harvest_summary", "run_id": h.run_id, **summary}])
-    except Exception:
-        logger.exception("cannot record the harvest summary of %s", h.charter.id)
+    except Exception as exc:
+        from .limits import is_disk_full
+
+        if is_disk_full(exc):
+            logger.error("cannot record the harvest summary of %s: disk full", h.charter.id)
+        else:
+            logger.exception("cannot record the harvest summary of %s", h.charter.id)
 
 
 # -- retries and politeness ----------------------------------------------------------------------------------

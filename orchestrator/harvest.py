@@ -592,6 +592,10 @@ class _Harvest:
         if not await self._room_for(event, final_url):  # max_pages is the store's total (limits.py)
             self._finish(event, "skipped", self.budget.max_pages_reason())
             return links, False
+        if self.budget.stop_reason and self.budget.stop_reason.startswith("disk full"):
+            self.budget.release(event.replaces)
+            self._finish(event, "failed", f"not stored: the harvest stopped ({self.budget.stop_reason})")
+            return [], False
         self.accepted += 1
         event.links = filter_links(links, self.charter.allowed_domains)[: _hard.MAX_LINKS]
         await self.queue.put(_Fetched(event, extracted, status, content_type or "text/html", fetched_at))
@@ -932,6 +936,15 @@ class _Harvest:
 
     async def _store(self, batch: list[_Fetched]) -> None:
         t0 = time.monotonic()
+        stop = self.budget.stop_reason
+        if stop and stop.startswith("disk full"):  # limits.py: the queue drains without writing (or embedding)
+            for item in batch:
+                self.accepted -= 1
+                self.budget.release(item.event.replaces)
+                self._finish(item.event, "failed", f"not stored: the harvest stopped ({stop})")
+                self.progress.advance("fetch")
+                _hard.journal(self, item.event)
+            return
         try:
             inputs = [self._page_input(item) for item in batch]
             per_page = await asyncio.to_thread(self._add_many, inputs, batch)
@@ -1003,8 +1016,13 @@ class _Harvest:
         if records:
             try:
                 self.memory.record_events(records)
-            except Exception:
-                logger.exception("cannot record harvest events for %s", self.charter.id)
+            except Exception as exc:
+                from .limits import is_disk_full
+
+                if is_disk_full(exc):
+                    logger.error("cannot record %d harvest events for %s: disk full", len(records), self.charter.id)
+                else:
+                    logger.exception("cannot record harvest events for %s", self.charter.id)
         _hard.finish_report(self)
 
 

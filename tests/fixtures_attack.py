@@ -20,10 +20,14 @@ Answer = tuple[int, dict[str, str], bytes]
 
 
 def page(title: str, body: str = "", links: tuple[str, ...] = (), head: str = "") -> bytes:
-    text = body or (
-        f"The {title} page tells of the harbour, its lights and its tides in enough plain words for the "
-        "extractor to keep it as article text rather than navigation. "
-    ) * 3
+    text = (
+        body
+        or (
+            f"The {title} page tells of the harbour, its lights and its tides in enough plain words for the "
+            "extractor to keep it as article text rather than navigation. "
+        )
+        * 3
+    )
     nav = "".join(f'<li><a href="{h}">link</a></li>' for h in links)
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>{head}</head>'
