@@ -53,8 +53,13 @@ class Harvest(_Strict):
     max_page_bytes: int = Field(20_000_000, ge=1000)
     # Bounds of one run (README "Harvest hardening", orchestrator/limits.py): URLs attempted whatever their
     # outcome (null = 4 x max_pages) and wall time in seconds (null = 3600).
-    max_attempts: int | None = Field(None, ge=1, le=1_000_000)
-    max_duration_s: float | None = Field(None, gt=0, le=7 * 24 * 3600)
+    max_attempts: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="URLs one harvest run attempts at most, whatever their outcome; null = 4 x max_pages",
+    )
+    max_duration_s: float | None = Field(
+        None, gt=0, le=7 * 24 * 3600, description="Wall time of one harvest run in seconds; null = 3600"
+    )
     selectors: dict[str, str] = Field(default_factory=dict)
 
 
