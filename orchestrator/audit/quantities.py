@@ -174,7 +174,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _plural(word: str) -> bool:
-    return len(word) > 3 and word.endswith("s") and not word.endswith("ss") or word in ("people", "children", "men", "women")
+    irregular = ("people", "children", "men", "women")
+    return len(word) > 3 and word.endswith("s") and not word.endswith("ss") or word in irregular
 
 
 _CALENDAR = frozenset(_MONTHS) | {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}

@@ -177,7 +177,8 @@ def _charter(snap: Snapshot, report: VerifyReport, charter_file: str | Path | No
     for rec in snap.charters:
         text = rec.get("text")
         if not isinstance(text, str) or sha256_text(text) != rec.get("sha256"):
-            report.fail("charter", f"charter record {str(rec.get('sha256'))[:12]}: its text does not hash to its sha256")
+            short = str(rec.get("sha256"))[:12]
+            report.fail("charter", f"charter record {short}: its text does not hash to its sha256")
             continue
         try:
             charter = parse_charter_text(text, str(rec.get("format") or "yaml"))
