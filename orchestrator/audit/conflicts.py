@@ -118,7 +118,7 @@ def _section(section: SectionBlocks) -> tuple[list[Conflict], list[Agreement]]:
     mentions = [quantities(str(b.get("quote") or "")) for b in blocks]
     pages = [_page_key(str(b.get("url") or "")) for b in blocks]
     conflicts: list[Conflict] = []
-    seen: set[tuple[int, int, str, str]] = set()
+    seen: set[tuple[frozenset[str], frozenset[str], str]] = set()  # one conflict per page pair and values
     # union-find over (block, mention) nodes linked by agreement across pages
     parent: dict[tuple[int, int], tuple[int, int]] = {}
 
@@ -144,7 +144,7 @@ def _section(section: SectionBlocks) -> tuple[list[Conflict], list[Agreement]]:
                 # a page that states the other's value about the same thing elsewhere does not contradict it
                 if any(same_value(o, qb) and same_quantity(o, qb) >= AGREE_CONTEXT for o in mentions[i]):
                     continue
-                key = (i, j, qa.shown, qb.shown)
+                key = (frozenset((pages[i], pages[j])), frozenset((qa.shown, qb.shown)), qa.kind)
                 if key in seen:
                     continue
                 seen.add(key)
