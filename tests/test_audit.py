@@ -570,3 +570,43 @@ def test_quote_in_chunk_follows_the_evidence_contract() -> None:
     assert not quote_in_chunk("Its lamp was converted in 1935", chunk)
     assert not quote_in_chunk("The lighthouse … in 1953", chunk)  # no elision inside a quote
     assert not quote_in_chunk("…", chunk)
+
+
+def test_mcp_audit_tools(audit: Any, home: Path, tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    from tests.test_mcp import doc_of, error_text, server_params
+
+    async def flow() -> None:
+        with open(tmp_path / "server.log", "w") as errlog:
+            async with stdio_client(server_params(home), errlog=errlog) as (read, write):
+                async with ClientSession(read, write, read_timeout_seconds=120) as s:
+                    await s.initialize()
+                    tools = {t.name: t for t in (await s.list_tools()).tools}
+                    assert {"verify", "list_charters", "charter_init"} <= set(tools)
+                    assert tools["verify"].annotations.read_only_hint
+                    doc = doc_of(await s.call_tool("verify", {"snapshot_path": str(audit.snapshot)}))
+                    assert doc["ok"] and doc["verdict"].startswith("OK audit.jsonl")
+                    bad = tampered(audit, tmp_path, _edit_chunk)
+                    doc = doc_of(await s.call_tool("verify", {"snapshot_path": str(bad)}))
+                    assert not doc["ok"] and any(f["check"] == "chunks" for f in doc["failures"])
+                    assert "jsonl" in error_text(await s.call_tool("verify", {"snapshot_path": "/etc/passwd"}))
+                    doc = doc_of(await s.call_tool("list_charters", {}))
+                    assert doc["brt_home"] == str(home) and isinstance(doc["stores"], list)
+                    doc = doc_of(await s.call_tool("charter_init", {
+                        "question": "How long does the ferry crossing take?",
+                        "urls": ["https://ferries.example.com/timetable"], "charter_id": "ferry_mcp"}))
+                    written = Path(doc["path"])
+                    assert written == home / "charters" / "ferry_mcp.yaml" and written.read_text() == doc["text"]
+                    assert "exists" in error_text(await s.call_tool("charter_init", {
+                        "question": "q", "urls": ["https://example.com/"], "charter_id": "ferry_mcp"}))
+                    assert "urls.0" in error_text(await s.call_tool("charter_init", {
+                        "question": "q", "urls": ["ftp://example.com/"], "write": False}))
+
+    anyio.run(flow)
+    from orchestrator.charter import load_charter
+
+    assert load_charter(home / "charters" / "ferry_mcp.yaml").id == "ferry_mcp"
