@@ -264,6 +264,8 @@ def _numbers(sentence: str, taken: list[tuple[int, int]]) -> list[_Found]:
             scale = _MAGNITUDE.get(word) or _MONEY_MAGNITUDE[word]
             end = b + mag.end()
         kind, factor, end = _kind_after(sentence, end, cur)
+        if kind is None and mag is not None:  # "a population of 1.4 million": a count of something
+            kind = "count:"
         if kind is None:
             if mag is None and re.fullmatch(r"1[89]\d\d|20\d\d", raw):
                 found.append(("date", (int(raw), None, None), 0.0, a, b, raw))
@@ -300,14 +302,14 @@ def _kind_after(sentence: str, pos: int, cur: str | None) -> tuple[str | None, f
     used = unit.end()
     noun = key
     nxt = re.match(r"\s+([a-z][a-z-]*)\b", tail[used:])
-    if nxt is not None and word.islower():
+    if nxt is not None:
         second = nxt.group(1)
-        if second in _UNITS and len(second) > 1:  # "20 nautical miles"
+        if second in _UNITS and len(second) > 1 and word.islower():  # "20 nautical miles"
             family, factor = _UNITS[second]
             return family, factor, pos + used + nxt.end()
-        # "3 new cases", "28 close contacts": an adjective before the counted noun
+        # "3 new cases", "28 close contacts", "1.4 million Syrian refugees": an adjective before the noun
         if noun in _FILLERS or (second not in _STOP and second not in _NOT_NOUNS and _plural(second)
-                                and not _plural(noun)):
+                                and (not _plural(noun) or not word.islower())):
             noun, word, used = second, second, used + nxt.end()
     if noun in _FILLERS:
         return None, 1.0, pos
@@ -366,6 +368,8 @@ def names_compatible(a: Quantity, b: Quantity) -> bool:
 def same_value(a: Quantity, b: Quantity) -> bool:
     """Whether two mentions of one kind state the same value, allowing for rounding ("4 seconds" may be 4.3;
     "November 2019" and "November 18, 2019" agree on what both say)."""
+    if a.kind != b.kind:
+        return False
     if a.kind == "date":
         return all(x is None or y is None or x == y for x, y in zip(a.value, b.value, strict=True))  # type: ignore[arg-type]
     va, vb = float(a.value), float(b.value)  # type: ignore[arg-type]
