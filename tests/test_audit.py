@@ -267,7 +267,8 @@ def test_verify_rejects_a_file_that_is_not_a_snapshot(tmp_path: Path, home: Path
 
 def _blocks(doc: dict[str, Any]) -> list[Any]:
     return [
-        (s["title"], [(b["n"], b["quote"], b["url"], b["chunk_id"], b["last_updated"], b["score"]) for b in s["blocks"]],
+        (s["title"],
+         [(b["n"], b["quote"], b["url"], b["chunk_id"], b["last_updated"], b["score"]) for b in s["blocks"]],
          len(s["gaps"]))
         for s in doc["sections"]
     ]
@@ -610,3 +611,22 @@ def test_mcp_audit_tools(audit: Any, home: Path, tmp_path: Path) -> None:
     from orchestrator.charter import load_charter
 
     assert load_charter(home / "charters" / "ferry_mcp.yaml").id == "ferry_mcp"
+
+
+def test_replaying_the_snapshot_har_gives_the_recorded_blocks(audit: Any, home: Path, tmp_path: Path) -> None:
+    """The other way to re-run an audit: a fresh harvest served from the snapshot's HAR (no network)."""
+    data = yaml.safe_load(audit.charter.read_text(encoding="utf-8"))
+    data["id"] = "audit_replay"
+    data["outputs"]["doc"] = str(tmp_path / "replay.md")
+    charter = tmp_path / "replay.yaml"
+    charter.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    audit.site.stop()  # nothing is served any more: every response comes from the HAR
+    r = run("harvest", charter, "--replay", audit.snapshot.with_suffix(".har"))
+    assert r.exit_code == 0, r.output
+    r = run("synthesize", charter, "--json")
+    assert r.exit_code == 0, r.output
+    again = json.loads(r.stdout)
+    assert _blocks(again) == _blocks(audit.synthesis)
+    r = run("clean", charter, "--snapshot", tmp_path / "replay.jsonl")
+    assert r.exit_code == 0, r.output
+    assert run("verify", tmp_path / "replay.jsonl").exit_code == 0
