@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..relevance import mentions, named_subjects
+from .quantities import stem as _stem
 
 if TYPE_CHECKING:
     from memory_store import Embedder
@@ -106,15 +107,6 @@ class Verdict:
             "support": [s.to_json() for s in self.support],
             "gap_sections": self.gap_sections,
         }
-
-
-def _stem(word: str) -> str:
-    w = word.lower().strip("'’-")
-    if len(w) > 4 and w.endswith("ies"):
-        return w[:-3] + "y"
-    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-        return w[:-1]
-    return w
 
 
 def keywords(text: str) -> list[str]:

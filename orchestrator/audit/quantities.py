@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..relevance import named_subjects
 
-__all__ = ["Quantity", "context_similarity", "names_compatible", "quantities", "same_value", "sentence_spans"]
+__all__ = ["Quantity", "stem", "context_similarity", "names_compatible", "quantities", "same_value", "sentence_spans"]
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,8 @@ _CONTEXT_WORDS = 6
 _WORD = re.compile(r"(?<![\w])[A-Za-z][A-Za-z'’-]*")
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A word lower-cased with its plural folded ("cases" -> "case", "cities" -> "city")."""
     w = word.lower().strip("'’-")
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
@@ -314,7 +315,7 @@ def _kind_after(sentence: str, pos: int, cur: str | None) -> tuple[str | None, f
     if noun in _FILLERS:
         return None, 1.0, pos
     if len(noun) >= 3 and word.islower() and noun not in _NOT_NOUNS and noun not in _STOP and noun not in _UNITS:
-        return f"count:{_stem(noun)}", 1.0, pos + used
+        return f"count:{stem(noun)}", 1.0, pos + used
     return None, 1.0, pos
 
 
@@ -338,7 +339,7 @@ def _context(sentence: str, a: int, b: int) -> dict[str, float]:
     after = [w for w in _WORD.findall(sentence[b:]) if w.lower() not in _STOP and len(w) > 1][:_CONTEXT_WORDS]
     out: dict[str, float] = {}
     for distance, word in [*enumerate(reversed(before)), *enumerate(after)]:
-        key = _stem(word)
+        key = stem(word)
         out[key] = max(out.get(key, 0.0), 1.0 / (1 + distance))
     return out
 
