@@ -18,7 +18,9 @@ Checks, each failure named with the check and where:
   the page's fingerprint (orchestrator/revalidate.py), a response whose body hashes to it.
 
 Warnings (not failures): no synthesis recorded; a page added with ``add_page`` (no harvest event, so no
-response in the HAR); a page without a fingerprint (its response is present but its body cannot be checked).
+response in the HAR); a page read in a browser context that crashed (the HAR's ``log.comment`` says its
+recording is incomplete and names the page); a page without a fingerprint (its response is present but its
+body cannot be checked).
 """
 
 from __future__ import annotations
@@ -307,6 +309,8 @@ def har_bodies(har: Path) -> dict[str, list[tuple[int, str]]]:
 
 
 def _har(snap: Snapshot, report: VerifyReport, har: Path) -> None:
+    import json
+
     from ..revalidate import load_fingerprints
 
     if not har.is_file():
@@ -314,6 +318,7 @@ def _har(snap: Snapshot, report: VerifyReport, har: Path) -> None:
         return
     try:
         bodies = har_bodies(har)
+        comment = str(json.loads(har.read_text(encoding="utf-8")).get("log", {}).get("comment") or "")
     except (OSError, ValueError) as exc:
         report.fail("har", f"cannot read {har}: {exc}")
         return
@@ -333,6 +338,9 @@ def _har(snap: Snapshot, report: VerifyReport, har: Path) -> None:
         if not responses:
             if not any(k in harvested for k in keys):
                 report.warn("har", f"page {final} has no harvest event (added with add_page): not in the HAR")
+            elif "incomplete:" in comment and any(k in comment.split() for k in keys):
+                report.warn("har", f"page {final} was read in a browser that crashed: the HAR says its "
+                                   "recording is incomplete")
             else:
                 report.fail("har", f"the HAR holds no response for page {final}")
             continue
