@@ -255,6 +255,22 @@ def test_verify_catches_a_har_body_that_does_not_match_its_fingerprint(audit: An
     assert run("verify", snap, "--no-har").exit_code == 0
 
 
+def test_verify_missing_responses_fail_unless_the_har_says_its_recording_was_cut_short(
+        audit: Any, home: Path, tmp_path: Path) -> None:
+    snap = tmp_path / "s.jsonl"
+    shutil.copyfile(audit.snapshot, snap)
+    har = json.loads(audit.snapshot.with_suffix(".har").read_text(encoding="utf-8"))
+    lamp = audit.site.url("a.html")
+    har["log"]["entries"] = [e for e in har["log"]["entries"] if e["request"]["url"] != lamp]
+    snap.with_suffix(".har").write_text(json.dumps(har), encoding="utf-8")
+    doc = json.loads(run("verify", snap, "--json").stdout)
+    assert [f["message"] for f in doc["failures"]] == [f"the HAR holds no response for page {lamp}"]
+    har["log"]["comment"] = f"x.har: incomplete: browser crashed at now; pages read in it: {lamp}"
+    snap.with_suffix(".har").write_text(json.dumps(har), encoding="utf-8")
+    doc = json.loads(run("verify", snap, "--json").stdout)
+    assert doc["ok"] and any("incomplete" in w["message"] for w in doc["warnings"])
+
+
 def test_verify_rejects_a_file_that_is_not_a_snapshot(tmp_path: Path, home: Path) -> None:
     junk = tmp_path / "junk.jsonl"
     junk.write_text("hello\n")
