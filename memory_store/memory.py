@@ -789,6 +789,35 @@ class Memory:
         log.info("snapshot of %s written to %s (%s)", self.charter_id, out, counts)
         return manifest
 
+    def load_rows(
+        self,
+        pages: list[dict[str, Any]],
+        chunks: list[dict[str, Any]],
+        vectors: Any,
+        *,
+        dim: int,
+        split_algo: str | None = None,
+    ) -> None:
+        """Write page and chunk rows exactly as given (the inverse of ``snapshot``: ids, dates, URLs and order
+        kept; nothing chunked or embedded); ``vectors[i]`` is ``chunks[i]``'s embedding. Only into an empty
+        store: raises MemoryStoreError otherwise."""
+        import numpy as np
+
+        vecs = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), dim) if chunks else None
+        with self.write_lock():
+            if self._read_meta() is not None and (self.count_chunks() or self.count_pages()):
+                raise MemoryStoreError(f"store {self._path} is not empty: rows are loaded only into a new store")
+            self._ensure_created(dim, split_algo)
+            store = self._store
+            store.dim = dim
+            for start in range(0, len(chunks), 2000):
+                store.upsert_chunks(chunks[start : start + 2000], vecs[start : start + 2000])  # type: ignore[index]
+            store.upsert_pages(pages)
+            if chunks:
+                store.ensure_indexes()
+            self._touch()
+        log.info("store %s: %d pages and %d chunks loaded", self.charter_id, len(pages), len(chunks))
+
     def reset(self) -> None:
         """Destroy the store: its whole folder is removed. Refused while another process harvests it."""
         if not self._path.exists():

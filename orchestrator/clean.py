@@ -106,6 +106,9 @@ def clean(
         path.parent.mkdir(parents=True, exist_ok=True)
         extra = [dict(e, type=e.get("type", "harvest_event")) for e in mem.events()]
         extra.extend(_concept_records(charter, mem))
+        from .audit.hooks import clean_records
+
+        extra.extend(clean_records(charter, mem, vectors=vectors))  # audit (issue 14): charter, synthesis, concepts
         manifest = mem.snapshot(path, extra_records=extra, include_vectors=vectors, tool_version=__version__)
         har = merge_hars(har_files(mem), path.with_suffix(".har"))
         if not keep_store:

@@ -451,6 +451,121 @@ def demo(keep: bool) -> None:
     sys.exit(run_demo(keep=keep, echo=click.echo))
 
 
+# -- audits (issue 14): verify, restore, report, ls, charter init; thin wrappers over orchestrator.audit ------
+
+
+@cli.command()
+@click.argument("snapshot", type=click.Path(dir_okay=False))
+@click.option("--har", type=click.Path(dir_okay=False), help="The HAR to check (default: beside the snapshot).")
+@click.option("--no-har", is_flag=True, help="Skip the HAR checks.")
+@click.option("--charter", "charter_file", type=click.Path(dir_okay=False),
+              help="Take the allowlist from this charter (for snapshots that record none).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@_handle_errors
+def verify(snapshot: str, har: str | None, no_har: bool, charter_file: str | None, as_json: bool) -> None:
+    """Check a snapshot: manifest, chunk ids, quotes, allowlist, HAR fingerprints. Exit 1 on any failure."""
+    from .audit.verify import verify as run_verify
+
+    report = run_verify(snapshot, har=har, check_har=not no_har, charter_file=charter_file)
+    if as_json:
+        _print_json(report.to_json())
+    else:
+        click.echo(report.verdict())
+        for failure in report.failures:
+            click.echo(f"  {failure}")
+        for warning in report.warnings:
+            _err(f"warning: {warning}")
+    if not report.ok:
+        sys.exit(EXIT_FAILURE)
+
+
+@cli.command()
+@click.argument("snapshot", type=click.Path(dir_okay=False))
+@click.option("--id", "new_id", help="Restore under this charter id (default: the snapshot's).")
+@click.option("--charter", "charter_out", type=click.Path(dir_okay=False),
+              help="Write the recorded charter here (default: $BRT_HOME/charters/<id>.yaml).")
+@click.option("--force", is_flag=True, help="Restore even when the snapshot fails verification.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@_handle_errors
+def restore(snapshot: str, new_id: str | None, charter_out: str | None, force: bool, as_json: bool) -> None:
+    """Rebuild a charter's store from a snapshot, so search and synthesize run again."""
+    from .audit.restore import restore as run_restore
+
+    result = run_restore(snapshot, new_id=new_id, charter_out=charter_out, force=force)
+    if as_json:
+        _print_json(result.to_json())
+        return
+    vectors = f"{result.reembedded} re-embedded" if result.reembedded else "vectors from the snapshot"
+    click.echo(f"restored {result.charter_id}: {result.pages} pages, {result.chunks} chunks ({vectors}), "
+               f"{result.events} journal records, concept index {result.concept_index}; store {result.store_path}")
+    if result.charter_path:
+        click.echo(f"charter: {result.charter_path}  (brt synthesize {result.charter_path})")
+
+
+@cli.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["html", "csv", "md"]), default="html", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
+@_handle_errors
+def report(source: str, fmt: str, out: str | None) -> None:
+    """The last synthesis of a charter (CHARTER) or a snapshot (SNAPSHOT.jsonl) as HTML, CSV or Markdown."""
+    from .audit.report import report as run_report
+
+    result = run_report(source, fmt=fmt, out=out)
+    if result.path is None:
+        click.echo(result.text, nl=False)
+    else:
+        _err(f"wrote {result.path}")
+
+
+@cli.command("ls")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@_handle_errors
+def ls_cmd(as_json: bool) -> None:
+    """The charters with a store under $BRT_HOME, and the snapshots."""
+    from .audit.catalog import ls
+
+    catalog = ls()
+    if as_json:
+        _print_json(catalog.to_json())
+        return
+    click.echo(f"stores in {catalog.home}/memory:" if catalog.stores else f"no stores in {catalog.home}/memory")
+    for s in catalog.stores:
+        if s.problem:
+            click.echo(f"  {s.charter_id}  unreadable: {s.problem}")
+            continue
+        click.echo(f"  {s.charter_id}  {s.pages} pages, {s.chunks} chunks, {s.disk_bytes / 1e6:.1f} MB, "
+                   f"last harvest {s.last_harvest or '-'}, synthesis {s.last_synthesis or '-'}"
+                   + (f"  ({s.charter_source})" if s.charter_source else ""))
+    click.echo(f"snapshots in {catalog.home}/snapshots:" if catalog.snapshots else "no snapshots")
+    for n in catalog.snapshots:
+        if n.problem:
+            click.echo(f"  {n.id}  {n.problem}")
+            continue
+        click.echo(f"  {n.id}  {n.pages} pages, {n.chunks} chunks, last harvest {n.last_harvest or '-'}, "
+                   f"{n.size / 1e6:.1f} MB{'' if n.har else ', no HAR'}")
+
+
+@charter_group.command("init")
+@click.argument("question")
+@click.argument("urls", nargs=-1, required=True)
+@click.option("--id", "charter_id", help="The charter id (default: from the question).")
+@click.option("--title", help="The title (default: from the question).")
+@click.option("--section", "sections", multiple=True, help="Another question to answer (repeatable).")
+@click.option("--out", type=click.Path(dir_okay=False), help="Where to write it (default: ./<id>.yaml).")
+@click.option("--force", is_flag=True, help="Replace an existing file.")
+@_handle_errors
+def charter_init(question: str, urls: tuple[str, ...], charter_id: str | None, title: str | None,
+                 sections: tuple[str, ...], out: str | None, force: bool) -> None:
+    """Write a commented starter charter from a question and a few URLs."""
+    from .audit.starter import charter_init as run_init
+
+    result = run_init(question, list(urls), charter_id=charter_id, title=title, sections=list(sections), out=out,
+                      force=force)
+    click.echo(str(result.path))
+    _err(f"charter {result.charter_id!r} written; next: brt harvest {result.path}")
+
+
 def main() -> None:
     cli(prog_name="brt")
 

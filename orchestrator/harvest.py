@@ -259,6 +259,9 @@ async def harvest_async(
     except StoreLocked as exc:
         raise HarvestBusy(str(exc)) from exc
     try:
+        from .audit.hooks import after_harvest_start
+
+        await asyncio.to_thread(after_harvest_start, charter, memory)  # audit (issue 14): the charter as harvested
         if via == "devtools-mcp":
             from .devtools_mcp import DevtoolsHarvest
 

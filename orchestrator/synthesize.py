@@ -86,6 +86,10 @@ class SynthesisResult:
     markdown: str = ""
     doc_path: Path | None = None
     json_path: Path | None = None
+    # audit (issue 14): set by orchestrator.audit.hooks.audit_synthesis
+    acceptance: list[Any] = field(default_factory=list)
+    conflicts: list[Any] = field(default_factory=list)
+    agreements: list[Any] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -118,7 +122,14 @@ class SynthesisResult:
                 }
                 for s in self.sections
             ],
+            **_audit_json(self),  # audit (issue 14): acceptance, conflicts, agreements
         }
+
+
+def _audit_json(result: SynthesisResult) -> dict[str, Any]:
+    from .audit.hooks import audit_json
+
+    return audit_json(result)
 
 
 def display_url(url: str) -> str:
@@ -477,6 +488,8 @@ def synthesize_section(
 
 
 def render_markdown(charter: Charter, result: SynthesisResult) -> str:
+    from .audit.hooks import acceptance_lines, section_lines
+
     lines = [f"# {charter.title}", ""]
     if charter.goal:
         lines += [f"Goal: {charter.goal}", ""]
@@ -493,8 +506,8 @@ def render_markdown(charter: Charter, result: SynthesisResult) -> str:
             lines += [b.markdown, ""]
         for g in s.gaps:
             lines += [g.markdown, ""]
-    if charter.acceptance:
-        lines += ["## Acceptance criteria", ""] + [f"- {a}" for a in charter.acceptance] + [""]
+        lines += section_lines(result, s)  # audit (issue 14): conflicts and agreement between sources
+    lines += acceptance_lines(charter, result)  # audit (issue 14): each criterion with its verdict
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -573,6 +586,9 @@ def synthesize(
         generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         t_synth_s=0.0,
     )
+    from .audit.hooks import after_synthesis, audit_synthesis
+
+    audit_synthesis(charter, result, mem)  # audit (issue 14): acceptance verdicts, conflicts between sources
     result.markdown = render_markdown(charter, result) + concept_diagram(ci, routes)
     doc = Path(out) if out is not None else charter.doc_path
     doc.parent.mkdir(parents=True, exist_ok=True)
@@ -581,5 +597,6 @@ def synthesize(
     json_path = doc.with_suffix(".json")
     json_path.write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     result.doc_path, result.json_path = doc, json_path
+    after_synthesis(charter, result, mem, routes)  # audit (issue 14): the store keeps the result for /clean
     log.info("synthesized %d sections into %s", len(sections), doc)
     return result

@@ -1,0 +1,180 @@
+"""Everything a report shows, from a charter's store or from a snapshot, as one typed record."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ReportError
+
+__all__ = ["AuditBundle", "Source", "load_bundle"]
+
+
+@dataclass
+class Source:
+    """A stored page, with what the synthesis cited from it."""
+
+    url: str
+    title: str | None
+    last_updated: str | None
+    chunks: int
+    chunks_cited: int = 0
+    blocks: int = 0
+
+
+@dataclass
+class AuditBundle:
+    origin: str  # "store" or "snapshot"
+    path: Path  # the charter file or the snapshot
+    charter_id: str
+    title: str
+    goal: str | None
+    synthesis: dict[str, Any]
+    pages: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    concepts: list[dict[str, Any]] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+    manifest: dict[str, Any] | None = None
+    charter_sha256: str | None = None
+
+    @property
+    def sections(self) -> list[dict[str, Any]]:
+        return list(self.synthesis.get("sections") or [])
+
+    def sources(self) -> list[Source]:
+        """Every stored page with the chunks and blocks the synthesis cited from it, most cited first."""
+        cited: dict[str, set[str]] = {}
+        blocks: Counter[str] = Counter()
+        for s in self.sections:
+            for b in s.get("blocks") or []:
+                cited.setdefault(str(b.get("url")), set()).add(str(b.get("chunk_id")))
+                blocks[str(b.get("url"))] += 1
+        out = []
+        for p in self.pages:
+            url = str(p.get("final_url") or p.get("url"))
+            out.append(Source(url, p.get("title"), p.get("last_updated"), len(p.get("chunk_ids") or []),
+                              len(cited.get(url, ())), blocks.get(url, 0)))
+        known = {s.url for s in out}
+        for url, ids in cited.items():  # cited but not stored (a snapshot that fails verify)
+            if url not in known:
+                out.append(Source(url, None, None, 0, len(ids), blocks[url]))
+        return sorted(out, key=lambda s: (-s.blocks, s.url))
+
+    def title_of(self, url: str) -> str | None:
+        for p in self.pages:
+            if url in (p.get("final_url"), p.get("url")):
+                return p.get("title")
+        return None
+
+    def harvest(self) -> dict[str, Any]:
+        """Harvest overview: runs, URLs attempted, outcomes over all runs, and the last run's summary."""
+        events = [e for e in self.events if e.get("type", "harvest_event") == "harvest_event"]
+        summaries = [e for e in self.events if e.get("type") == "harvest_summary"]
+        starts = sorted(str(e.get("started_at")) for e in events if e.get("started_at"))
+        return {
+            "runs": len({e.get("run_id") for e in events}) if events else 0,
+            "urls_attempted": len(events),
+            "outcomes": dict(Counter(str(e.get("outcome")) for e in events)),
+            "first_started": starts[0] if starts else None,
+            "last_started": starts[-1] if starts else None,
+            "last_summary": {k: v for k, v in summaries[-1].items() if k != "type"} if summaries else None,
+            "restored": [e for e in self.events if e.get("type") == "restore"],
+        }
+
+    def conflict_blocks(self) -> dict[tuple[str, int], list[str]]:
+        """(section title, block n) -> what it conflicts with ("#2: 3 seconds vs 2.5 seconds")."""
+        out: dict[tuple[str, int], list[str]] = {}
+        for c in self.synthesis.get("conflicts") or []:
+            a, b = c.get("a") or {}, c.get("b") or {}
+            section = str(c.get("section"))
+            for this, other in ((a, b), (b, a)):
+                key = (section, int(this.get("n") or 0))
+                out.setdefault(key, []).append(f"#{other.get('n')}: {this.get('value')} vs {other.get('value')}")
+        return out
+
+
+def load_bundle(path: str | Path) -> AuditBundle:
+    """A charter file (its store's last synthesis) or a snapshot (``.jsonl``). Raises ReportError when there
+    is no synthesis to report, SnapshotError / CharterError / StoreNotFound for bad input."""
+    p = Path(path).expanduser()
+    if p.suffix.lower() == ".jsonl":
+        return _from_snapshot(p)
+    return _from_store(p)
+
+
+def _from_snapshot(path: Path) -> AuditBundle:
+    from .snapshot import read_snapshot
+
+    snap = read_snapshot(path)
+    if snap.synthesis is None:
+        raise ReportError(f"{path} records no synthesis (the charter was not synthesized before /clean)")
+    syn = {k: v for k, v in snap.synthesis.items() if k != "type"}
+    charter = snap.harvest_charter()
+    goal = _goal(charter["text"], charter.get("format", "yaml")) if charter else None
+    return AuditBundle(
+        origin="snapshot",
+        path=snap.path,
+        charter_id=snap.charter_id,
+        title=str(syn.get("title") or snap.charter_id),
+        goal=goal,
+        synthesis=syn,
+        pages=snap.pages,
+        events=snap.events,
+        concepts=snap.concepts,
+        edges=snap.edges,
+        manifest=snap.manifest,
+        charter_sha256=syn.get("charter_sha256"),
+    )
+
+
+def _goal(text: str, fmt: str) -> str | None:
+    from .trail import parse_charter_text
+
+    try:
+        return parse_charter_text(text, fmt).goal
+    except Exception:  # noqa: BLE001 - verify reports a bad charter; the report just has no goal line
+        return None
+
+
+def _from_store(path: Path) -> AuditBundle:
+    from ..charter import load_charter
+    from ..config import open_memory
+    from .trail import stored_synthesis
+
+    charter = load_charter(path)
+    mem = open_memory(charter, create=False)
+    syn = stored_synthesis(mem)
+    if syn is None:
+        raise ReportError(f"charter {charter.id!r} has no synthesis yet: run `brt synthesize {path}` first")
+    pages = [
+        {"url": p.requested_url or p.url, "final_url": p.url, "title": p.title, "last_updated": p.last_updated,
+         "chunk_ids": list(p.chunk_ids)}
+        for p in mem.pages()
+    ]
+    concepts: list[dict[str, Any]] = []
+    edges: list[dict[str, Any]] = []
+    try:
+        from concept_index import snapshot_records
+
+        for rec in snapshot_records(mem):
+            if rec["type"] == "concept":
+                concepts.append(rec)
+            elif rec["type"] == "edge":
+                edges.append(rec)
+    except Exception:  # noqa: BLE001 - the map is optional: a report without it is still a report
+        pass
+    return AuditBundle(
+        origin="store",
+        path=charter.source or path,
+        charter_id=charter.id,
+        title=str(syn.get("title") or charter.title),
+        goal=charter.goal,
+        synthesis=syn,
+        pages=pages,
+        events=mem.events(),
+        concepts=concepts,
+        edges=edges,
+        charter_sha256=syn.get("charter_sha256"),
+    )

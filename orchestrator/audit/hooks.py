@@ -1,0 +1,142 @@
+"""The small hooks synthesis, harvest and clean call (each marked "audit (issue 14)" at its call site).
+
+- ``audit_synthesis``: acceptance verdicts, conflicts and agreements of a finished synthesis;
+- ``audit_json``: their JSON, added to ``SynthesisResult.to_json()``;
+- ``section_lines`` / ``acceptance_lines``: their Markdown;
+- ``after_synthesis``: the store keeps the result (``trail.record_synthesis``);
+- ``after_harvest_start``: the store keeps the charter a harvest uses (``trail.record_charter``);
+- ``clean_records``: the audit trail's snapshot records (``trail.snapshot_records``).
+
+None of them may stop the stage that calls it, except ``audit_synthesis``, whose failure would hide a broken
+judge: it raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, is_dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory_store import Memory
+
+    from ..charter import Charter
+    from ..synthesize import SectionResult, SynthesisResult
+
+log = logging.getLogger(__name__)
+
+
+def section_json(section: SectionResult) -> dict[str, Any]:
+    """What the audit reads of a section result (robust to extra fields on blocks)."""
+    return {
+        "title": section.title,
+        "label": section.label,
+        "question": section.question,
+        "blocks": [
+            {
+                "n": b.n,
+                "quote": b.quote,
+                "url": b.url,
+                "last_updated": b.last_updated,
+                "score": float(b.score),
+                "chunk_id": b.chunk_id,
+            }
+            for b in section.blocks
+        ],
+        "gaps": [asdict(g) if is_dataclass(g) else g for g in section.gaps],
+    }
+
+
+def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory) -> None:
+    """Judge the charter's acceptance criteria and find conflicts between sources; sets ``result.acceptance``,
+    ``result.conflicts`` and ``result.agreements``."""
+    from .acceptance import judge_acceptance
+    from .conflicts import SectionBlocks, find_conflicts
+
+    sections = [section_json(s) for s in result.sections]
+    result.acceptance = judge_acceptance(
+        list(charter.acceptance), sections, memory.embedder, min_score=result.min_score
+    )
+    result.conflicts, result.agreements = find_conflicts(
+        [SectionBlocks(s["title"], s["label"], s["blocks"]) for s in sections]
+    )
+
+
+def audit_json(result: SynthesisResult) -> dict[str, Any]:
+    acceptance = getattr(result, "acceptance", [])
+    return {
+        "acceptance": [v.to_json() for v in acceptance],
+        "acceptance_summary": _summary(acceptance),
+        "conflicts": [c.to_json() for c in getattr(result, "conflicts", [])],
+        "agreements": [a.to_json() for a in getattr(result, "agreements", [])],
+    }
+
+
+def _summary(acceptance: list[Any]) -> dict[str, int]:
+    out = {"covered": 0, "partial": 0, "not covered": 0}
+    for v in acceptance:
+        out[v.verdict] = out.get(v.verdict, 0) + 1
+    return out
+
+
+def section_lines(result: SynthesisResult, section: SectionResult) -> list[str]:
+    """Markdown lines about conflicts and agreement between the section's sources (empty when none)."""
+    by_n = {b.n: b for b in section.blocks}
+    lines: list[str] = []
+    for c in getattr(result, "conflicts", []):
+        if c.section != section.title:
+            continue
+        about = f" (about: {', '.join(c.about)})" if c.about else ""
+        lines.append(f"[{section.label} Conflict] {c.a.value} vs {c.b.value}{about}")
+        for claim in (c.a, c.b):
+            block = by_n.get(claim.n)
+            lines.append(f"  - {block.markdown if block is not None else claim.quote}")
+        lines.append("")
+    agreements = [a for a in getattr(result, "agreements", []) if a.section == section.title]
+    if agreements:
+        said = "; ".join(
+            f"{a.sources} sources agree on {a.value} ({', '.join(f'#{n}' for n in a.blocks)})" for a in agreements
+        )
+        lines += [f"[{section.label} Agreement] {said}", ""]
+    return lines
+
+
+def acceptance_lines(charter: Charter, result: SynthesisResult) -> list[str]:
+    """The "Acceptance criteria" section: each criterion with its verdict and the reason."""
+    verdicts = getattr(result, "acceptance", [])
+    if not charter.acceptance:
+        return []
+    lines = ["## Acceptance criteria", ""]
+    if not verdicts:  # not judged (no audit hook ran)
+        return lines + [f"- {a}" for a in charter.acceptance] + [""]
+    for v in verdicts:
+        lines.append(f"- **{v.verdict}**: {v.criterion} — {v.reason}")
+    return lines + [""]
+
+
+def after_synthesis(
+    charter: Charter, result: SynthesisResult, memory: Memory, routes: dict[int, str | None] | None = None
+) -> None:
+    """Keep the synthesis in the store for /clean's snapshot; never fails the synthesis."""
+    from .trail import record_synthesis
+
+    try:
+        record_synthesis(charter, result, memory, routes)
+    except Exception:  # the outputs are written; only the snapshot's copy is missing
+        log.exception("cannot keep the synthesis of %s in its store", charter.id)
+
+
+def after_harvest_start(charter: Charter, memory: Memory) -> None:
+    """Keep the charter a harvest uses in the store; never fails the harvest."""
+    from .trail import record_charter
+
+    try:
+        record_charter(charter, memory, "harvest")
+    except Exception:
+        log.exception("cannot keep the charter of %s in its store", charter.id)
+
+
+def clean_records(charter: Charter, memory: Memory, *, vectors: bool) -> list[dict[str, Any]]:
+    from .trail import snapshot_records
+
+    return snapshot_records(charter, memory, vectors=vectors)

@@ -1,0 +1,49 @@
+"""The evidence table as CSV (RFC 4180): one row per evidence block.
+
+Columns: section, n, quote, url, title, last_updated, score, chunk_id, conflict (what the block conflicts
+with, "#2: 2.5 seconds vs 3 seconds"; empty when nothing). Fields are quoted when they hold a comma, a quote
+or a line break, quotes doubled, lines end with CRLF. Page text is untrusted: a cell that would start with
+``=``, ``+``, ``-``, ``@``, a tab or a carriage return (a formula to a spreadsheet) gets a leading ``'``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from .bundle import AuditBundle
+
+__all__ = ["COLUMNS", "render_csv"]
+
+COLUMNS = ["section", "n", "quote", "url", "title", "last_updated", "score", "chunk_id", "conflict"]
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: object) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA) else text
+
+
+def render_csv(bundle: AuditBundle) -> str:
+    """The evidence table of ``bundle``'s synthesis."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
+    writer.writerow(COLUMNS)
+    conflicts = bundle.conflict_blocks()
+    for s in bundle.sections:
+        for b in s.get("blocks") or []:
+            url = str(b.get("url") or "")
+            writer.writerow(
+                [
+                    _cell(s.get("title")),
+                    b.get("n"),
+                    _cell(b.get("quote")),
+                    _cell(url),
+                    _cell(bundle.title_of(url)),
+                    b.get("last_updated") or "",
+                    f"{float(b.get('score') or 0):.4f}",
+                    b.get("chunk_id"),
+                    _cell("; ".join(conflicts.get((str(s.get("title")), int(b.get("n") or 0)), []))),
+                ]
+            )
+    return out.getvalue()

@@ -1,0 +1,255 @@
+"""The report as one self-contained HTML file: inline CSS, an inline SVG concept map, no script, no font,
+no image, nothing fetched when it is opened (a Content-Security-Policy of ``default-src 'none'`` says so to
+the browser too). Every string that comes from a page (quotes, titles, URLs) or from the charter is escaped;
+links go only to http(s) URLs.
+
+Contents: the sections with their evidence blocks (quote, link to the source, last-updated date, score,
+chunk id, conflict marks) and gaps; the acceptance table; conflicts and agreement between sources; the
+sources table (URL, title, last updated, chunks cited); the harvest summary; the concept map.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+from urllib.parse import urlsplit
+
+from .. import __version__
+from .bundle import AuditBundle
+from .concept_svg import render_svg
+
+__all__ = ["render_html"]
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+_CSS = """
+:root { --ink:#1d232b; --muted:#5b6672; --line:#d9dee4; --bg:#fbfcfd; --accent:#0b5cad; --good:#17733a;
+  --part:#8a5a00; --bad:#b3261e; --card:#ffffff; }
+* { box-sizing: border-box; }
+body { margin:0; font: 15px/1.55 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
+  color:var(--ink); background:var(--bg); }
+header, main, footer { max-width: 1060px; margin: 0 auto; padding: 0 24px; }
+header { padding-top: 28px; }
+h1 { font-size: 1.7em; margin: 0 0 6px; }
+h2 { font-size: 1.3em; margin: 34px 0 8px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+.meta, .question, .note { color: var(--muted); }
+.question { font-style: italic; margin: 0 0 10px; }
+nav ul { display:flex; flex-wrap:wrap; gap:6px 14px; padding:0; list-style:none; margin:14px 0 0; }
+nav a { color: var(--accent); text-decoration:none; }
+.block { background:var(--card); border:1px solid var(--line); border-left:4px solid var(--accent);
+  border-radius:6px; padding:10px 14px; margin:10px 0; }
+.block.conflict { border-left-color: var(--bad); }
+.block blockquote { margin:0 0 6px; font-size:1.02em; }
+.cite { font-size: .88em; color: var(--muted); margin:0; overflow-wrap:anywhere; }
+.cite a { color: var(--accent); }
+.tag { display:inline-block; font-size:.78em; font-weight:600; padding:1px 7px; border-radius:10px;
+  background:#e8eef6; color:var(--accent); margin-right:6px; }
+.gap { background:#fff7e6; border:1px solid #f0d9a8; border-radius:6px; padding:10px 14px; }
+.flag { color: var(--bad); font-weight: 600; }
+.agree { color: var(--good); }
+table { border-collapse: collapse; width:100%; background:var(--card); font-size:.92em; }
+th, td { border:1px solid var(--line); padding:6px 8px; text-align:left; vertical-align:top;
+  overflow-wrap:anywhere; }
+th { background:#eef2f6; }
+td.v-covered, td.v-partial, td.v-not-covered { white-space: nowrap; }
+.v-covered { color: var(--good); font-weight:700; }
+.v-partial { color: var(--part); font-weight:700; }
+.v-not-covered { color: var(--bad); font-weight:700; }
+.conflict-card { border:1px solid #efc2bf; background:#fff6f5; border-radius:6px; padding:8px 12px; margin:8px 0; }
+.map { overflow-x:auto; background:var(--card); border:1px solid var(--line); border-radius:6px; padding:8px; }
+.concept-map text { font: 12px system-ui, sans-serif; fill: var(--ink); }
+.concept-map rect { fill:#f3f6fa; stroke:#9aa7b5; stroke-width:1; }
+.concept-map .hl rect { fill:#e3efff; stroke: var(--accent); stroke-width:3; }
+.concept-map .root rect { fill:#e9ecef; }
+.concept-map .tentative rect { stroke-dasharray: 4 3; }
+.concept-map path { fill:none; stroke:#7d8a97; stroke-width:1.3; }
+.concept-map .e-part { stroke-dasharray: 6 4; }
+.concept-map .e-infl { stroke:#b9c2cc; stroke-dasharray: 2 4; }
+footer { color: var(--muted); font-size:.85em; padding: 30px 24px 40px; }
+@media print { nav { display:none; } .block, .gap { break-inside: avoid; } }
+"""
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _link(url: str, text: str | None = None) -> str:
+    """A link to an http(s) URL (anything else is shown as text, never linked)."""
+    shown = _e(text if text is not None else url)
+    if urlsplit(url).scheme.lower() in ("http", "https"):
+        return f'<a href="{_e(url)}" rel="noopener noreferrer nofollow">{shown}</a>'
+    return shown
+
+
+def _display(url: str) -> str:
+    parts = urlsplit(url)
+    return url[len(parts.scheme) + 3:] if parts.scheme else url
+
+
+def _slug(i: int) -> str:
+    return f"s{i + 1}"
+
+
+def render_html(bundle: AuditBundle) -> str:
+    """The whole report as one HTML document."""
+    syn = bundle.synthesis
+    conflicts = bundle.conflict_blocks()
+    body: list[str] = []
+    nav = [f'<li><a href="#{_slug(i)}">{_e(s.get("title"))}</a></li>' for i, s in enumerate(bundle.sections)]
+    nav += ['<li><a href="#acceptance">Acceptance</a></li>', '<li><a href="#conflicts">Conflicts</a></li>',
+            '<li><a href="#sources">Sources</a></li>', '<li><a href="#harvest">Harvest</a></li>',
+            '<li><a href="#concepts">Concept map</a></li>']
+    origin = (f"snapshot {_e(bundle.path.name)} · sha256 {_e(str((bundle.manifest or {}).get('sha256'))[:16])}…"
+              if bundle.origin == "snapshot" else f"store of charter {_e(bundle.charter_id)}")
+    header = [
+        "<header>",
+        f"<h1>{_e(bundle.title)}</h1>",
+        f'<p class="question">{_e(bundle.goal)}</p>' if bundle.goal else "",
+        f'<p class="meta">Charter <code>{_e(bundle.charter_id)}</code> · generated {_e(syn.get("generated_at"))} · '
+        f"evidence threshold {float(syn.get('min_score') or 0):.2f} ({_e(syn.get('embedding_model'))}) · {origin}</p>",
+        f"<nav><ul>{''.join(nav)}</ul></nav>",
+        "</header>",
+    ]
+    for i, s in enumerate(bundle.sections):
+        body.append(f'<section id="{_slug(i)}" class="section">')
+        body.append(f"<h2>{_e(s.get('title'))}</h2>")
+        if s.get("question") and s.get("question") != s.get("title"):
+            body.append(f'<p class="question">{_e(s.get("question"))}</p>')
+        label = s.get("label") or s.get("title")
+        for b in s.get("blocks") or []:
+            marks = conflicts.get((str(s.get("title")), int(b.get("n") or 0)), [])
+            url = str(b.get("url") or "")
+            flag = "".join(f'<span class="flag">conflict with {_e(m)}</span> ' for m in marks)
+            body.append(
+                f'<article class="block{" conflict" if marks else ""}" id="{_slug(i)}-b{_e(b.get("n"))}">'
+                f'<blockquote>“{_e(b.get("quote"))}”</blockquote>'
+                f'<p class="cite"><span class="tag">{_e(label)} Evidence #{_e(b.get("n"))}</span>'
+                f"{_link(url, _display(url))} · last updated: {_e(b.get('last_updated') or 'unknown')} · "
+                f"score {float(b.get('score') or 0):.3f} · <code>{_e(str(b.get('chunk_id'))[:19])}…</code> {flag}</p>"
+                "</article>"
+            )
+        for g in s.get("gaps") or []:
+            body.append(f'<p class="gap"><span class="tag">{_e(label)} Gap</span>{_e(_gap_text(g))}</p>')
+        agreements = [a for a in syn.get("agreements") or [] if a.get("section") == s.get("title")]
+        for a in agreements:
+            body.append(f'<p class="agree">{_e(a.get("sources"))} sources agree on {_e(a.get("value"))} '
+                        f'({_e(", ".join(f"#{n}" for n in a.get("blocks") or []))})</p>')
+        body.append("</section>")
+    body += _acceptance(syn)
+    body += _conflicts(syn)
+    body += _sources(bundle)
+    body += _harvest(bundle)
+    body += _concepts(bundle)
+    footer = (f"<footer>brt {_e(__version__)} · report of {_e(bundle.origin)} {_e(bundle.path.name)} · "
+              "no evidence, no claim.</footer>")
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+            '<meta name="referrer" content="no-referrer">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{_e(bundle.title)} · brt report</title>",
+            f"<style>{_CSS}</style></head><body>",
+            *header,
+            "<main>",
+            *body,
+            "</main>",
+            footer,
+            "</body></html>",
+            "",
+        ]
+    )
+
+
+def _gap_text(gap: Any) -> str:
+    if isinstance(gap, dict):
+        if gap.get("markdown"):
+            text = str(gap["markdown"])
+            return text.split("] ", 1)[1] if "] " in text else text
+        return f"No evidence met the threshold for “{gap.get('question')}”."
+    return str(gap)
+
+
+def _acceptance(syn: dict[str, Any]) -> list[str]:
+    rows = syn.get("acceptance") or []
+    out = ['<section id="acceptance"><h2>Acceptance criteria</h2>']
+    if not rows:
+        return out + ['<p class="note">The charter states no acceptance criteria.</p></section>']
+    out.append("<table><thead><tr><th>Criterion</th><th>Verdict</th><th>Why</th></tr></thead><tbody>")
+    for v in rows:
+        cls = "v-" + str(v.get("verdict")).replace(" ", "-")
+        out.append(f"<tr><td>{_e(v.get('criterion'))}</td><td class=\"{_e(cls)}\">{_e(v.get('verdict'))}</td>"
+                   f"<td>{_e(v.get('reason'))}</td></tr>")
+    return out + ["</tbody></table></section>"]
+
+
+def _conflicts(syn: dict[str, Any]) -> list[str]:
+    conflicts = syn.get("conflicts") or []
+    agreements = syn.get("agreements") or []
+    out = ['<section id="conflicts"><h2>Conflicts between sources</h2>']
+    if not conflicts:
+        out.append('<p class="note">No two sources state different values for the same quantity.</p>')
+    for c in conflicts:
+        out.append('<div class="conflict-card">')
+        about = ", ".join(c.get("about") or [])
+        out.append(f'<p><span class="flag">conflict</span> in <b>{_e(c.get("section"))}</b>: '
+                   f'{_e((c.get("a") or {}).get("value"))} vs {_e((c.get("b") or {}).get("value"))}'
+                   f'{" (about: " + _e(about) + ")" if about else ""}</p><ul>')
+        for side in ("a", "b"):
+            claim = c.get(side) or {}
+            url = str(claim.get("url") or "")
+            out.append(f"<li>#{_e(claim.get('n'))} “{_e(claim.get('quote'))}” — {_link(url, _display(url))} "
+                       f"(last updated: {_e(claim.get('last_updated') or 'unknown')})</li>")
+        out.append("</ul></div>")
+    if agreements:
+        out.append("<h3>Agreement</h3><ul>")
+        for a in agreements:
+            out.append(f"<li class=\"agree\">{_e(a.get('section'))}: {_e(a.get('sources'))} sources agree on "
+                       f"{_e(a.get('value'))}</li>")
+        out.append("</ul>")
+    return out + ["</section>"]
+
+
+def _sources(bundle: AuditBundle) -> list[str]:
+    out = ['<section id="sources"><h2>Sources</h2>',
+           "<table><thead><tr><th>URL</th><th>Title</th><th>Last updated</th><th>Chunks cited</th><th>Blocks</th>"
+           "</tr></thead><tbody>"]
+    for s in bundle.sources():
+        out.append(f"<tr><td>{_link(s.url, _display(s.url))}</td><td>{_e(s.title)}</td>"
+                   f"<td>{_e(s.last_updated or 'unknown')}</td><td>{s.chunks_cited} of {s.chunks}</td>"
+                   f"<td>{s.blocks}</td></tr>")
+    return out + ["</tbody></table></section>"]
+
+
+def _harvest(bundle: AuditBundle) -> list[str]:
+    h = bundle.harvest()
+    rows = [("runs", h["runs"]), ("URLs attempted", h["urls_attempted"])]
+    rows += [(f"outcome: {k}", n) for k, n in sorted(h["outcomes"].items())]
+    rows += [("first started", h["first_started"] or "–"), ("last started", h["last_started"] or "–")]
+    last = h["last_summary"] or {}
+    for outcome in ("skipped", "blocked", "failed"):
+        for reason, n in sorted((last.get(outcome) or {}).items()):
+            rows.append((f"last run, {outcome}: {reason}", n))
+    if last:
+        rows += [("last run: retried", f"{last.get('retried_urls', 0)} URLs, {last.get('retries', 0)} retries"),
+                 ("last run: bytes", last.get("bytes", 0)),
+                 ("last run: time", f"{float(last.get('elapsed_s') or 0):.1f} s")]
+    for r in h["restored"]:
+        rows.append(("restored from", f"{r.get('snapshot')} at {r.get('restored_at')}"))
+    out = ['<section id="harvest"><h2>Harvest</h2><table><tbody>']
+    out += [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows]
+    return out + ["</tbody></table></section>"]
+
+
+def _concepts(bundle: AuditBundle) -> list[str]:
+    routes = {str(p) for p in (bundle.synthesis.get("routes") or {}).values() if p}
+    highlight = {str(c["id"]) for c in bundle.concepts if c.get("path") in routes}
+    svg = render_svg(bundle.concepts, bundle.edges, highlight)
+    out = ['<section id="concepts"><h2>Concept map</h2>']
+    if not svg:
+        return out + ['<p class="note">No concept index was built for this charter.</p></section>']
+    return out + [f'<div class="map">{svg}</div>',
+                  '<p class="note">Thick border: a section was routed there. Solid: is-a; dashed: part-of; '
+                  "dotted: influences.</p></section>"]

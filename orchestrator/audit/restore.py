@@ -1,0 +1,276 @@
+"""``brt restore SNAPSHOT [--id NEW_ID]``: rebuild a charter's store from its snapshot so that ``search`` and
+``synthesize`` run again.
+
+What comes back: the pages and chunk rows exactly as snapshotted (ids, URLs, dates, ``also_seen_at``, order),
+with their vectors, or re-embedded with the snapshot's model when it was written with ``--no-vectors``; the
+journal (harvest events and summaries, fingerprints included, so ``--refresh`` works), the concept index
+(the graph and its pointer rows as stored; rebuilt from the restored chunks when the snapshot holds no
+vectors), the charter versions and the last synthesis (``brt report CHARTER`` reads it), and the HAR beside
+the snapshot (so a later ``/clean`` writes it again). A ``restore`` record joins the journal.
+
+The charter as harvested is written to a file (``--charter PATH``, default ``$BRT_HOME/charters/<id>.yaml``)
+with its ``id`` set to the restored id, so ``brt synthesize`` can run on it at once. The snapshot is verified
+first (``verify`` without the HAR); a snapshot that fails is refused unless ``force``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .errors import RestoreError
+from .snapshot import Snapshot, read_snapshot
+
+__all__ = ["RestoreResult", "restore"]
+
+log = logging.getLogger(__name__)
+
+_PAGE_FIELDS = ("title", "text", "selector", "last_updated", "last_updated_source", "fetched_at", "status",
+                "content_type", "chunk_ids", "stored_at")
+_CHUNK_FIELDS = ("id", "url", "selector", "text", "tokens", "split_algo", "last_updated", "created_at", "title",
+                 "also_seen_at")
+
+
+@dataclass
+class RestoreResult:
+    charter_id: str
+    snapshot: Path
+    store_path: Path
+    charter_path: Path | None
+    pages: int
+    chunks: int
+    reembedded: int
+    events: int
+    concept_index: str  # restored | rebuilt | none
+    synthesis: bool
+    har_path: Path | None
+    check_ok: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "charter_id": self.charter_id,
+            "snapshot": str(self.snapshot),
+            "store_path": str(self.store_path),
+            "charter_path": str(self.charter_path) if self.charter_path else None,
+            "pages": self.pages,
+            "chunks": self.chunks,
+            "reembedded": self.reembedded,
+            "events": self.events,
+            "concept_index": self.concept_index,
+            "synthesis": self.synthesis,
+            "har_path": str(self.har_path) if self.har_path else None,
+            "check_ok": self.check_ok,
+        }
+
+
+def restore(
+    snapshot: str | Path,
+    *,
+    new_id: str | None = None,
+    charter_out: str | Path | None = None,
+    force: bool = False,
+) -> RestoreResult:
+    """Rebuild the store of the snapshot's charter (or of ``new_id``) from ``snapshot``; see the module
+    docstring. Raises RestoreError when the store exists already, the id is invalid, or the snapshot fails
+    verification (unless ``force``)."""
+    from memory_store import Memory
+    from memory_store.memory import validate_charter_id
+
+    from ..config import brt_home, memory_basepath
+    from .verify import verify
+
+    snap_path = Path(snapshot).expanduser()
+    checked = verify(snap_path, check_har=False)
+    if not checked.ok and not force:
+        listed = "\n".join(f"  {f}" for f in checked.failures[:20])
+        raise RestoreError(f"{snap_path} fails verification, not restored (use --force to restore anyway):\n{listed}")
+    snap = read_snapshot(snap_path, keep_vectors=True)
+    old_id = snap.charter_id
+    charter_id = new_id or old_id
+    try:
+        validate_charter_id(charter_id)
+    except ValueError as exc:
+        raise RestoreError(str(exc)) from None
+    base = memory_basepath()
+    if Memory.exists(charter_id, basepath=base) or (base / charter_id).exists():
+        raise RestoreError(
+            f"a store for charter {charter_id!r} exists at {base / charter_id}: restore under another id "
+            f"(--id NEW_ID) or remove it first (brt clean)"
+        )
+    charters = _renamed_charters(snap, charter_id)
+    harvested = next((c for c in reversed(charters) if "harvest" in c["roles"]), charters[-1] if charters else None)
+    charter_path = None
+    if harvested is not None:
+        ext = "json" if harvested["format"] == "json" else "yaml"
+        target = Path(charter_out).expanduser() if charter_out else brt_home() / "charters" / f"{charter_id}.{ext}"
+        if target.exists() and target.read_text(encoding="utf-8") != harvested["text"] and not force:
+            raise RestoreError(f"{target} exists with other content: choose another path with --charter")
+        charter_path = target
+    mem = Memory(charter_id, basepath=base, model=snap.manifest.get("embedding_model"))
+    try:
+        result = _load(snap, mem, charter_id, charters, harvested)
+    except BaseException:
+        try:
+            mem.reset()  # nothing half-restored is left behind
+        except Exception:  # noqa: BLE001
+            log.exception("cannot remove the half-restored store %s", mem.path)
+        raise
+    if charter_path is not None and harvested is not None:
+        charter_path.parent.mkdir(parents=True, exist_ok=True)
+        charter_path.write_text(harvested["text"], encoding="utf-8")
+    result.charter_path = charter_path
+    log.info("restored %s from %s into %s", charter_id, snap_path, mem.path)
+    return result
+
+
+def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, Any]],
+          harvested: dict[str, Any] | None) -> RestoreResult:
+    import numpy as np
+
+    from ..storecheck import check_store
+    from .trail import CHARTER_FILE, write_synthesis
+
+    dim = int(snap.manifest.get("embedding_dim") or 0)
+    rows = [
+        {k: snap.chunks[cid].get(k) for k in _CHUNK_FIELDS} | {"charter_id": charter_id} for cid in snap.chunk_order
+    ]
+    have = [snap.chunks[cid].get("embedding") for cid in snap.chunk_order]
+    reembedded = 0
+    if rows and all(isinstance(v, list) and len(v) == dim for v in have):
+        vectors = np.asarray(have, dtype=np.float32)
+    elif rows:
+        vectors = mem.embedder.embed_documents([r["text"] for r in rows])
+        dim = int(vectors.shape[1])
+        reembedded = len(rows)
+    else:
+        vectors = np.zeros((0, dim or 1), dtype=np.float32)
+    pages = [
+        {"url": p.get("final_url") or p.get("url"), "requested_url": p.get("url")} | {k: p.get(k) for k in _PAGE_FIELDS}
+        for p in snap.pages
+    ]
+    mem.load_rows(pages, rows, vectors, dim=dim or mem.dim, split_algo=snap.manifest.get("split_algo"))
+    restore_event = {
+        "type": "restore",
+        "restored_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "snapshot": str(snap.path),
+        "snapshot_sha256": snap.manifest.get("sha256"),
+        "snapshot_charter_id": snap.charter_id,
+        "reembedded": reembedded,
+    }
+    mem.record_events([*snap.events, restore_event])
+    with mem.write_lock():
+        with open(mem.path / CHARTER_FILE, "w", encoding="utf-8") as fh:
+            for c in charters:
+                for role in c["roles"]:
+                    line = {"role": role, "recorded_at": c.get("recorded_at"), "charter_id": charter_id,
+                            "sha256": c["sha256"], "format": c["format"], "source": c.get("source"), "text": c["text"]}
+                    fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+    synthesis = False
+    if snap.synthesis is not None:
+        doc = {k: v for k, v in snap.synthesis.items() if k != "type"}
+        doc["charter_id"] = charter_id
+        old_sha = doc.get("charter_sha256")
+        doc["charter_sha256"] = next((c["sha256"] for c in charters if c.get("original_sha256") == old_sha), old_sha)
+        write_synthesis(mem, doc)
+        synthesis = True
+    concept_index = _restore_concepts(snap, mem, charter_id, harvested)
+    har = None
+    if snap.har_path.is_file():
+        stamp = re.sub(r"[^0-9TZ]", "", str(snap.manifest.get("created_at") or "")) or "00000000T000000Z"
+        har = mem.path / "har" / f"{stamp}.har"
+        har.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(snap.har_path, har)
+    check = check_store(mem)
+    if not check.ok:
+        log.warning("the restored store of %s has problems: %s", charter_id, check.problems[:5])
+    return RestoreResult(
+        charter_id=charter_id,
+        snapshot=snap.path,
+        store_path=mem.path,
+        charter_path=None,
+        pages=len(pages),
+        chunks=len(rows),
+        reembedded=reembedded,
+        events=len(snap.events),
+        concept_index=concept_index,
+        synthesis=synthesis,
+        har_path=har,
+        check_ok=check.ok,
+    )
+
+
+def _restore_concepts(snap: Snapshot, mem: Any, charter_id: str, harvested: dict[str, Any] | None) -> str:
+    """The concept graph and pointer rows as stored; rebuilt from the chunks when the snapshot has no vectors
+    for them; "none" when the snapshot had no index."""
+    from memory_store.pointers import PointerRow, write_pointers
+
+    from .trail import graph_path
+
+    graph = (snap.concept_graph or {}).get("graph")
+    if graph is not None and (snap.concept_graph or {}).get("vectors", True):
+        graph = dict(graph, charter_id=charter_id)
+        path = graph_path(mem)
+        with mem.write_lock():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(graph, ensure_ascii=False), encoding="utf-8")
+            rows = [PointerRow(**{k: v for k, v in r.items() if k != "type"}) for r in snap.concept_pointers]
+            write_pointers(mem.path, rows)
+        return "restored"
+    if graph is None and not snap.concepts:
+        return "none"
+    sections: list[Any] = []
+    if harvested is not None:
+        from .trail import parse_charter_text
+
+        sections = list(parse_charter_text(harvested["text"], harvested["format"]).outputs.sections)
+    from concept_index import update_from_store
+
+    update_from_store(mem, sections, rebuild=True)
+    return "rebuilt"
+
+
+_ID_LINE = re.compile(r"^(id[ \t]*:[ \t]*)([^#\n]*?)([ \t]*(?:#.*)?)$", re.MULTILINE)
+
+
+def _renamed_charters(snap: Snapshot, charter_id: str) -> list[dict[str, Any]]:
+    """The snapshot's charter records, their text carrying ``charter_id`` (sha256 recomputed)."""
+    from .trail import parse_charter_text, sha256_text
+
+    out = []
+    for rec in snap.charters:
+        text = str(rec.get("text") or "")
+        fmt = str(rec.get("format") or "yaml")
+        if charter_id != snap.charter_id:
+            text = _rename(text, fmt, charter_id)
+            parse_charter_text(text, fmt)  # still valid
+        out.append({
+            "sha256": sha256_text(text),
+            "original_sha256": rec.get("sha256"),
+            "format": fmt,
+            "source": rec.get("source"),
+            "roles": list(rec.get("roles") or ["harvest"]),
+            "recorded_at": rec.get("recorded_at"),
+            "text": text,
+        })
+    return out
+
+
+def _rename(text: str, fmt: str, charter_id: str) -> str:
+    if fmt == "json":
+        data = json.loads(text)
+        data["id"] = charter_id
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    renamed, n = _ID_LINE.subn(lambda m: f"{m.group(1)}{charter_id}{m.group(3)}", text, count=1)
+    if n:
+        return renamed
+    import yaml
+
+    data = yaml.safe_load(text)
+    data["id"] = charter_id
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

@@ -1,0 +1,162 @@
+"""``brt charter init QUESTION URL...``: a commented starter charter, valid by construction.
+
+The question becomes the goal and the first output section (more with ``--section``); the URLs become the
+seeds; their hosts, ``www.`` dropped, the allowed domains (a domain allows its subdomains; an IP address or
+``localhost`` only itself). The id and title come from the question unless given. The text is checked with
+the charter schema before it is written, so an invalid input (a URL that is not absolute http(s), a bad id)
+is a CharterError naming the field, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ..errors import CharterError
+
+__all__ = ["StarterCharter", "charter_init", "starter_text"]
+
+_STOP = frozenset(
+    """a an the of to in on for and or is are was were be do does did how what which why when where who whom
+    whose can could should would must will i we you they it its my our your their this that these those with
+    from by at as about into than then so if""".split()
+)
+
+
+@dataclass
+class StarterCharter:
+    charter_id: str
+    text: str
+    path: Path | None
+
+
+def _slug(question: str) -> str:
+    words = [w for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in _STOP]
+    slug = ""
+    for w in words:
+        if len(slug) + len(w) + 1 > 40:
+            break
+        slug = f"{slug}_{w}" if slug else w
+    return slug or "research"
+
+
+def _topic(question: str) -> str:
+    words = [w for w in re.findall(r"[\w/+.-]+", question) if w.lower() not in _STOP]
+    title = " ".join(words[:6]).strip(" .?!") or "Answer"
+    return title[:1].upper() + title[1:]
+
+
+def _domain(url: str, field: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CharterError("<charter init>", [(field, f"{url!r} is not an absolute http(s) URL")])
+    host = parts.hostname.lower().rstrip(".")
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    return host[4:] if host.startswith("www.") and host.count(".") >= 2 else host
+
+
+def _q(text: str) -> str:
+    """A YAML scalar for any text (a JSON string is a valid YAML double-quoted scalar)."""
+    return json.dumps(" ".join(str(text).split()), ensure_ascii=False)
+
+
+def starter_text(
+    question: str,
+    urls: list[str],
+    *,
+    charter_id: str | None = None,
+    title: str | None = None,
+    sections: list[str] | None = None,
+) -> tuple[str, str]:
+    """(charter id, commented YAML text) of a starter charter; raises CharterError on bad input."""
+    from ..charter import parse_charter
+
+    question = " ".join(question.split())
+    if not question:
+        raise CharterError("<charter init>", [("question", "must not be empty")])
+    if not urls:
+        raise CharterError("<charter init>", [("urls", "give at least one URL to start from")])
+    domains = list(dict.fromkeys(_domain(u, f"urls.{i}") for i, u in enumerate(urls)))
+    cid = charter_id or _slug(question)
+    questions = [question, *[" ".join(s.split()) for s in sections or [] if s.strip()]]
+    criterion = question.rstrip("?. ") + ": answered with at least one verbatim, dated quote"
+    lines = [
+        "# A brt task charter: a starter written by `brt charter init`. Edit it, then check it with",
+        "# `brt charter validate FILE`. The fields are explained in README \"Charter format\"; the JSON Schema",
+        "# comes from `brt charter schema`. Paths are relative to this file's folder.",
+        f"id: {_q(cid)}  # names the store; [a-z0-9][a-z0-9_-]{{0,63}}",
+        f"title: {_q(title or _topic(question))}",
+        f"goal: {_q(question)}",
+        "# Pages are read only from these hosts: a domain allows its subdomains, an IP address or localhost",
+        "# only itself. Redirects and subresources are checked too.",
+        "allowed_domains:",
+        *[f"  - {_q(d)}" for d in domains],
+        "# Where the harvest starts: absolute http(s) URLs on allowed_domains.",
+        "seeds:",
+        *[f"  - {_q(u)}" for u in urls],
+        "# What the synthesis is judged by: `brt synthesize` gives each criterion a verdict (covered, partial,",
+        "# not covered) with the blocks that support it. Name what must be cited.",
+        "acceptance:",
+        f"  - {_q(criterion)}",
+        "outputs:",
+        f"  doc: {_q(f'out/{cid}.md')}  # the Markdown report; the JSON goes beside it (same stem)",
+        "  sections:  # one per question; each is answered with evidence blocks or a Gap",
+    ]
+    for q in questions:
+        lines += [
+            f"    - title: {_q(_topic(q))}",
+            f"      question: {_q(q)}",
+            "      # label: SHORT        # optional short name printed in evidence blocks",
+            "      # concept: Topic > Subtopic   # optional routing hint for the concept index",
+        ]
+    lines += [
+        "harvest:",
+        "  max_pages: 50     # pages stored at most",
+        "  max_depth: 1      # link hops from the seeds (0 = the seeds only), within allowed_domains",
+        "  concurrency: 4",
+        "  timeout_s: 30     # a page's whole time budget",
+        "  obey_robots: true",
+        "  javascript: true",
+        "memory:",
+        "  use_concept_index: true",
+        "  persist: false    # true: /clean writes the snapshot but keeps the store",
+        "retrieval:",
+        "  k: 5              # evidence blocks per section at most",
+        "  min_score: null   # below it a hit is not evidence; null = the model's default",
+        "",
+    ]
+    text = "\n".join(lines)
+    import yaml
+
+    parse_charter(yaml.safe_load(text), source="<charter init>")  # valid by construction, or a clear error
+    return cid, text
+
+
+def charter_init(
+    question: str,
+    urls: list[str],
+    *,
+    charter_id: str | None = None,
+    title: str | None = None,
+    sections: list[str] | None = None,
+    out: str | Path | None = None,
+    force: bool = False,
+) -> StarterCharter:
+    """Write a starter charter to ``out`` (default ``./<id>.yaml``); refuses to overwrite unless ``force``."""
+    from .errors import AuditError
+
+    cid, text = starter_text(question, urls, charter_id=charter_id, title=title, sections=sections)
+    path = Path(out).expanduser() if out is not None else Path.cwd() / f"{cid}.yaml"
+    if path.exists() and not force:
+        raise AuditError(f"{path} exists: choose another path with --out, or --force to replace it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return StarterCharter(cid, text, path)
