@@ -66,9 +66,9 @@ def score(pairs: list[tuple[dict, str]], backend: str) -> dict:
         fp += len(got - gold)
         fn += len(gold - got)
         cuts = [0, *sorted(gold), len(text)]
-        gold_sents = {(a, b) for a, b in zip(cuts, cuts[1:])}
+        gold_sents = {(a, b) for a, b in zip(cuts, cuts[1:], strict=False)}
         got_cuts = [0, *sorted(got), len(text)]
-        got_sents = set(zip(got_cuts, got_cuts[1:]))
+        got_sents = set(zip(got_cuts, got_cuts[1:], strict=False))
         exact += len(gold_sents & got_sents)
         total += len(gold_sents)
         for b in sorted(got ^ gold)[:3]:

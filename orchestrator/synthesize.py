@@ -193,27 +193,12 @@ def signature_queries(section: Section, generator: QueryGenerator | None = None)
 
 # -- quotes ------------------------------------------------------------------------------------------------
 
-_SENTENCE_END = re.compile(r"([.!?…][\"')\]”’]*)\s+|\n+")
-
-
 def split_sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) character spans of the sentences of ``text``, whitespace trimmed."""
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    for m in _SENTENCE_END.finditer(text):
-        end = m.end(1) if m.group(1) else m.start()
-        spans.append((pos, end))
-        pos = m.end()
-    spans.append((pos, len(text)))
-    out = []
-    for start, end in spans:
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if end > start:
-            out.append((start, end))
-    return out
+    """(start, end) character spans of the sentences of ``text``, whitespace trimmed (``memory_store.sentences``:
+    the segmenter that knows abbreviations, initials and decimals; every line is at least one sentence)."""
+    from memory_store.sentences import sentence_spans
+
+    return sentence_spans(text)
 
 
 def _collapse(text: str) -> str:
