@@ -79,6 +79,7 @@ class HarvestEvent:
     partial: str | None = None  # the document was still arriving at the deadline and was taken as it stood
     fingerprint: dict[str, Any] | None = None  # what the stored text was made from (orchestrator/revalidate.py)
     unchanged: bool = False  # a refresh found the page's inputs identical and did not render it again
+    lead_recovered: str | None = None  # the page's lead was missing from the extracted text: its source
     navigated: bool = False  # the tab was navigated for it (else the tab is still clean; not recorded)
 
     def start_over(self) -> None:
@@ -98,6 +99,8 @@ class HarvestEvent:
             extra["fingerprint"] = self.fingerprint
         if self.unchanged:
             extra["unchanged"] = True
+        if self.lead_recovered:
+            extra["lead_recovered"] = self.lead_recovered
         return extra | {
             "type": "harvest_event",
             "url": self.url,
@@ -568,6 +571,8 @@ class _Harvest:
             extract_page, html, final_url, headers=headers, region_html=region_html, selector=selector
         )
         event.timings.extract_s = time.monotonic() - t1
+        if extracted is not None and extracted.lead_recovered:
+            event.lead_recovered = extracted.lead_recovered
         if extracted is None:
             if event.partial is not None:  # a server that trickles: abandoned at the deadline
                 self._finish(event, "failed", f"timed out: {event.partial}; nothing readable")
