@@ -8,8 +8,9 @@ candidates, in this order: the first paragraph of JSON-LD ``articleBody``, JSON-
   "all rights reserved", "click here", "newsletter", "javascript" ...);
 - missing: fewer than half of its word 4-grams occur in the extracted text (when the first prose candidate
   is there, the lead was kept and nothing is added);
-- shown: at least 80% of its word 4-grams occur in the text the page's body shows (a teaser that lives only
-  in the metadata is not the page's text and is not added);
+- shown: the page's body shows it as the start of an article paragraph (a ``<p>`` outside headers, asides,
+  navigation, figures, links and lists, without a dek/standfirst/teaser/summary/related class): a teaser that
+  lives only in the metadata, or a standfirst above the article, is not added;
 
 is put before the text as its first paragraph, and the page records where it came from
 (``ExtractedPage.lead_recovered``, the harvest event's ``lead_recovered``). At most one lead per page.
@@ -92,27 +93,35 @@ def candidates(tree: HtmlElement) -> list[tuple[str, str]]:
     return [(s, " ".join(t.split())) for s, t in out]
 
 
-def _shown_text(tree: HtmlElement) -> str:
-    """The text the page's body shows (scripts, styles and templates left out)."""
-    body = tree.find("body")
-    if body is None:
-        return ""
-    parts = []
-    for node in body.iter():
-        if node.tag in ("script", "style", "noscript", "template") or not isinstance(node.tag, str):
+_NOT_BODY = re.compile(r"dek|sub|standfirst|summary|teaser|excerpt|promo|related|caption|card|header|intro", re.I)
+
+
+def _shown_as_paragraph(tree: HtmlElement, lead: str) -> bool:
+    """Whether the page's body shows ``lead`` as the start of a paragraph of its article (a ``<p>`` outside
+    headers, asides, navigation, figures, links and lists, with no dek/standfirst/teaser/related class)."""
+    words = _WORD.findall(re.sub(r"(?:\.\.\.|…)\s*$", "", lead).lower())
+    head = " ".join(words)  # all of it: a description that goes on past the paragraph is a teaser
+    if len(words) < MIN_WORDS:
+        return False
+    for p in tree.xpath("//body//p"):
+        text = " ".join(_WORD.findall(p.text_content().lower()))
+        if not text.startswith(head):
             continue
-        if node.text:
-            parts.append(node.text)
-        if node.tail and node.getparent() is not None and node.getparent().tag not in ("script", "style"):
-            parts.append(node.tail)
-    return " ".join(parts)
+        chain = [p, *p.iterancestors()]
+        if any(
+            n.tag in ("header", "aside", "nav", "figure", "figcaption", "footer", "a", "li")
+            or _NOT_BODY.search(f"{n.get('class') or ''} {n.get('id') or ''}")
+            for n in chain
+        ):
+            continue
+        return True
+    return False
 
 
 def missing_lead(tree: HtmlElement, text: str, title: str | None) -> tuple[str, str] | None:
     """(source, lead) of the first candidate that is prose, when it is missing from ``text``; None when it is
     there (the extractor kept the lead) or no candidate is prose."""
     have = set(_grams(text))
-    shown: set[tuple[str, ...]] | None = None
     for source, lead in candidates(tree):
         words = lead.split()
         if not MIN_WORDS <= len(words) <= MAX_WORDS or _BOILERPLATE.search(lead):
@@ -124,9 +133,7 @@ def missing_lead(tree: HtmlElement, text: str, title: str | None) -> tuple[str, 
             continue
         if sum(g in have for g in grams) / len(grams) >= 0.5:
             return None  # the page's lead is in the text already
-        if shown is None:
-            shown = set(_grams(_shown_text(tree)))
-        if sum(g in shown for g in grams) / len(grams) >= 0.8:
-            return source, lead  # the page shows it, the extractor dropped it
+        if _shown_as_paragraph(tree, lead):
+            return source, lead  # the page shows it as its article's paragraph, the extractor dropped it
     return None
     return None
