@@ -27,6 +27,7 @@ _LINE = re.compile(r"[^\n]+")
 _LIST_MARKER = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
 # A Wikipedia-style tag glued after a sentence end ("no more.[citation needed] Peace …") stays with it.
 _TRAILING_TAG = re.compile(r"^\[[^\]\n]{1,40}\]")
+_TAG_BOUNDARY = re.compile(r"[.!?]\[[^\]\n]{1,40}\]\s+(?=[A-Z\"“])")  # "… more.[vague] All EU …": a cut
 # Titles that stand before a name and practically never end a sentence: a segmenter that cuts after one
 # ("spoke to Dr." | "Who …", since sentencex breaks before a function word) is overruled.
 _TITLE_END = re.compile(
@@ -106,7 +107,8 @@ def _line_spans(text: str, start: int, end: int, starts_of: Callable[[str], list
     line = text[start:end]
     marker = _LIST_MARKER.match(line)
     floor = marker.end() if marker else 0  # "3. Preheat the oven." is one sentence, not "3." and the rest
-    cuts = sorted({0, *(c for c in starts_of(line) if floor < c < len(line))})
+    starts = [*starts_of(line), *(m.end() for m in _TAG_BOUNDARY.finditer(line))]
+    cuts = sorted({0, *(c for c in starts if floor < c < len(line))})
     spans = []
     for a, b in zip(cuts, [*cuts[1:], len(line)], strict=True):
         s, e = _strip(text, start + a, start + b)

@@ -15,7 +15,8 @@ from orchestrator.cli import cli
 
 EVIDENCE_RE = re.compile(
     r'^\[(?P<label>.+?) Evidence #(?P<n>\d+)\] "(?P<quote>.+)" — (?P<url>\S+) '
-    r"\(last updated: (?P<date>\d{4}-\d{2}-\d{2}|unknown)\)$"
+    r"\(last updated: (?P<date>\d{4}-\d{2}-\d{2}|unknown)\)"
+    r"(?:; also at \S+ \(last updated: (?:\d{4}-\d{2}-\d{2}|unknown)\))*$"  # merged sources (issue 10)
 )
 GAP_RE = re.compile(
     r'^\[(?P<label>.+?) Gap\] No evidence met the threshold for "(?P<q>.+)" '
