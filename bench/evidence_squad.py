@@ -35,7 +35,6 @@ import gzip
 import html
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys

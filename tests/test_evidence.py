@@ -3,6 +3,8 @@ one block per fact, and the lead recovered from a page's metadata."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from memory_store.sentences import sentences
@@ -201,7 +203,7 @@ def test_lead_recovered_from_json_ld():
         "that analysts expect to be busy this year.</p>"
         for i in range(8)
     )
-    ld = '{"@type": "NewsArticle", "headline": "Acme cuts X1 price", "description": "%s"}' % lead
+    ld = json.dumps({"@type": "NewsArticle", "headline": "Acme cuts X1 price", "description": lead})
     html = (
         f'<html><head><title>Acme cuts X1 price</title><script type="application/ld+json">{ld}</script></head>'
         f'<body><div class="story"><h1>Acme cuts X1 price</h1><div class="byline"><p>{lead}</p>'
