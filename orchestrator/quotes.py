@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 W_LEXICAL = 0.15
 W_TYPE = 0.10
 MAX_QUOTE_WORDS = 60
+HEADING_MARGIN = 0.05  # a heading this much above every sentence quotes the prose under it
 BM25_K1, BM25_B = 1.2, 0.75
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -134,8 +135,9 @@ def choose_span(
     """The quote of one chunk: its best-ranked prose sentence (a sentence naming what the question names first,
     when some does), grown into a neighbour that carries the expected type when the best one does not, and
     with neighbours while the quote is under 15 words; never across a heading or from one list item into the
-    next; at most MAX_QUOTE_WORDS words. A heading wins only when it carries the expected type and out-ranks
-    every sentence."""
+    next; at most MAX_QUOTE_WORDS words. A heading is quoted itself only when it carries the expected type and
+    out-ranks every sentence; a heading that out-ranks every sentence by HEADING_MARGIN otherwise points at the
+    prose under it (the quote then ranks as its heading)."""
     if not spans:
         words = text.split()
         return Quote(" ".join(words[:MAX_QUOTE_WORDS]) + (" …" if len(words) > MAX_QUOTE_WORDS else ""))
@@ -160,6 +162,17 @@ def choose_span(
             return Quote(h_text, None, False, True, rank[top], True)
     if not prose:
         best = max(range(len(spans)), key=lambda i: rank[i])
+    by_heading, heading_rank = False, None
+    if prose:
+        # A heading that out-ranks every sentence ("How to minimise layout shift" above a list of fixes that
+        # never repeat those words) points at the prose under it.
+        under = {h: [i for i in prose if owner[i] == h] for h in range(len(spans)) if heading[h]}
+        titled_h = [h for h, body in under.items() if body]
+        if titled_h:
+            top_h = max(titled_h, key=lambda h: rank[h])
+            if rank[top_h] > rank[best] + HEADING_MARGIN:
+                best = max(under[top_h], key=lambda i: rank[i])
+                by_heading, heading_rank = True, rank[top_h]
     lo = hi = best
 
     def words(a: int, b: int) -> int:
@@ -199,7 +212,10 @@ def choose_span(
         quote = "… " + quote
     title = owner[lo]
     context = _collapse(text[spans[title][0] : spans[title][1]]) if title is not None else None
-    return Quote(quote, context, False, False, max(rank[lo : hi + 1]), has_type or any(typed[lo : hi + 1]))
+    best_rank = max(rank[lo : hi + 1])
+    if heading_rank is not None:
+        best_rank = max(best_rank, heading_rank)
+    return Quote(quote, context, by_heading, False, best_rank, has_type or any(typed[lo : hi + 1]))
 
 
 def quote_hits(

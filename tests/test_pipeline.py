@@ -163,8 +163,9 @@ def test_demo_command(brt_home, embedder):
     blocks: dict[str, list[tuple[str, str]]] = {}
     for line in r.output.splitlines():
         m = EVIDENCE_RE.match(line)
-        if m:
-            blocks.setdefault(m["label"], []).append((m["quote"], m["url"]))
+        if m:  # a block's sources: its page and the pages stating the same facts ("; also at ...")
+            for url in [m["url"], *re.findall(r"; also at (\S+) \(", line)]:
+                blocks.setdefault(m["label"], []).append((m["quote"], url))
     assert any(url.endswith("/lcp.html") for _, url in blocks["LCP"]), blocks["LCP"]
     assert all("Largest Contentful Paint" in q for q, _ in blocks["LCP"]), blocks["LCP"]
     assert any(url.endswith("/inp.html") for _, url in blocks["INP"]), blocks["INP"]
