@@ -440,7 +440,7 @@ def evidence_candidates(
 
 # A block must stand within this margin of the section's best block, in rank score (orchestrator/quotes.py):
 # a block that ranks far below the best adds no evidence, it fills a slot (issue 10, "No padding").
-RANK_MARGIN = 0.10
+RANK_MARGIN = 0.15
 
 
 def select_evidence(
