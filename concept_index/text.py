@@ -253,12 +253,11 @@ def specificity(label: str, rarity: Rarity | None = None) -> tuple[float, dict[s
 
 # -- micro-summaries -----------------------------------------------------------------------------------------
 
-_SENT = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
 def sentences(text: str) -> list[str]:
+    from memory_store.sentences import sentences as split
+
     out = []
-    for s in _SENT.split(text):
+    for s in split(text):
         s = " ".join(s.split())
         if 6 <= len(s.split()) <= 60 and not looks_like_heading(s):
             out.append(s)

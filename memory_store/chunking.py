@@ -15,18 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .sentences import sentence_spans
+
 DEFAULT_WINDOW = 800
 DEFAULT_OVERLAP = 160
 OVERLAP_RATIO = 0.2
 
 _WS = re.compile(r"\s+")
-_PARA = re.compile(r"\n\s*\n|\n")
-# sentence end: . ! ? … (optionally followed by closing quotes/brackets), then whitespace
-_SENT_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)")
-_ABBREV = frozenset(
-    "e.g i.e vs mr mrs ms dr prof st jr sr fig figs eq cf al approx inc ltd co corp dept est vol p pp "
-    "ch sec u.s a.m p.m jan feb mar apr jun jul aug sep sept oct nov dec".split()
-)
 
 
 @dataclass
@@ -74,48 +69,9 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _is_abbrev(text: str, para_start: int, dot_pos: int) -> bool:
-    """True when the '.' at ``dot_pos`` ends a known abbreviation or a single-letter initial."""
-    i = dot_pos
-    while i > para_start and not text[i - 1].isspace():
-        i -= 1
-    word = text[i:dot_pos].lower().lstrip("(\"'“‘[")
-    return word in _ABBREV or (len(word) == 1 and word.isalpha())
-
-
 def split_units(text: str) -> list[tuple[int, int]]:
-    """Sentence spans inside paragraph spans (stripped, non-empty), in order."""
-    units: list[tuple[int, int]] = []
-    pos = 0
-    paras: list[tuple[int, int]] = []
-    for m in _PARA.finditer(text):
-        paras.append((pos, m.start()))
-        pos = m.end()
-    paras.append((pos, len(text)))
-    for p_start, p_end in paras:
-        p_start, p_end = _strip_span(text, p_start, p_end)
-        if p_start >= p_end:
-            continue
-        seg = p_start
-        for m in _SENT_END.finditer(text, p_start, p_end):
-            end = m.end()
-            if end >= p_end:
-                break
-            if text[m.start()] == "." and m.end() - m.start() == 1 and _is_abbrev(text, p_start, m.start()):
-                continue
-            nxt = end
-            while nxt < p_end and text[nxt].isspace():
-                nxt += 1
-            if nxt < p_end and text[nxt].islower():
-                continue  # "e.g. foo", "3 p.m. today": not a sentence start
-            s, e = _strip_span(text, seg, end)
-            if s < e:
-                units.append((s, e))
-            seg = end
-        s, e = _strip_span(text, seg, p_end)
-        if s < e:
-            units.append((s, e))
-    return units
+    """Sentence spans inside line/paragraph spans (stripped, non-empty), in order (``memory_store.sentences``)."""
+    return sentence_spans(text)
 
 
 # A WordPiece tokenizer (the bundled MiniLM's) reads a run of more than 100 letters and digits as one [UNK]

@@ -65,7 +65,7 @@ class Harvest(_Strict):
 
 class MemoryConfig(_Strict):
     enabled: bool = True
-    use_concept_index: bool = True
+    use_concept_index: bool = False  # kNN only unless a charter asks (issue 10: routing did not help on SQuAD)
     persist: bool = False
     # Extension (README): a FlagEmbedding model name or local path; null = the bundled all-MiniLM-L6-v2.
     embedding_model: str | None = None

@@ -34,6 +34,7 @@ class ExtractedPage:
     last_updated_source: LastUpdatedSource | None = None
     headings: list[str] = field(default_factory=list)
     selector: str = "body"
+    lead_recovered: str | None = None  # where a lead the extractor dropped came from (orchestrator/lead.py)
 
 
 # Meta tags (property / name / itemprop / http-equiv, lower-case) that state when a page was last modified.
@@ -112,6 +113,14 @@ def _extract_page(
         return None
 
     title = _clean_text(getattr(document, "title", None) or "") or _html_title(full_tree)
+    lead_source = None
+    if not region_html:  # a charter's selector region is what the charter wants, nothing more
+        from .lead import missing_lead
+
+        found = missing_lead(full_tree, text, title)
+        if found is not None:
+            lead_source, lead = found
+            text = f"{lead}\n{text}"
     last_updated, source = _last_updated(full_tree, document, headers)
     headings = _headings(document_fromstring(region_html) if region_html else full_tree)
     return ExtractedPage(
@@ -122,6 +131,7 @@ def _extract_page(
         last_updated_source=source,
         headings=headings,
         selector=selector or "body",
+        lead_recovered=lead_source,
     )
 
 

@@ -79,6 +79,7 @@ class HarvestEvent:
     partial: str | None = None  # the document was still arriving at the deadline and was taken as it stood
     fingerprint: dict[str, Any] | None = None  # what the stored text was made from (orchestrator/revalidate.py)
     unchanged: bool = False  # a refresh found the page's inputs identical and did not render it again
+    lead_recovered: str | None = None  # the page's lead was missing from the extracted text: its source
     navigated: bool = False  # the tab was navigated for it (else the tab is still clean; not recorded)
     replaces: bool = False  # it replaces a page the store held (does not count toward max_pages; not recorded)
 
@@ -99,6 +100,8 @@ class HarvestEvent:
             extra["fingerprint"] = self.fingerprint
         if self.unchanged:
             extra["unchanged"] = True
+        if self.lead_recovered:
+            extra["lead_recovered"] = self.lead_recovered
         return extra | {
             "type": "harvest_event",
             "url": self.url,
@@ -586,6 +589,8 @@ class _Harvest:
             extract_page, html, final_url, headers=headers, region_html=region_html, selector=selector
         )
         event.timings.extract_s = time.monotonic() - t1
+        if extracted is not None and extracted.lead_recovered:
+            event.lead_recovered = extracted.lead_recovered
         if extracted is None:
             if event.partial is not None:  # a server that trickles: abandoned at the deadline
                 self._finish(event, "failed", f"timed out: {event.partial}; nothing readable")

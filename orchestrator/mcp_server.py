@@ -479,6 +479,8 @@ def build_server() -> MCPServer:
                             "score": round(float(b.score), 4),
                             "chunk_id": b.chunk_id,
                             "quote": quote_untrusted(b.quote, b.url),
+                            "heading": b.heading,
+                            "also_at": [{"url": a.url, "last_updated": a.last_updated} for a in b.also_at],
                         }
                         for b in s.blocks
                     ],

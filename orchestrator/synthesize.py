@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .quotes import Quote, SentenceVectors, quote_hits, same_facts
 from .relevance import mentions, named_subjects
 
 if TYPE_CHECKING:
@@ -37,12 +38,32 @@ class EvidenceBlock:
     score: float
     chunk_id: str
     query: str
+    heading: bool = False  # the quote is a heading or headline of the page that states the answer
+    also_at: list[Source] = field(default_factory=list)  # other pages stating the same facts (merged blocks)
+    rank: float | None = None  # the rank score that ordered the section's blocks (orchestrator/quotes.py)
 
     @property
     def markdown(self) -> str:
-        from .untrusted import evidence_line  # security: quote escaped, one line one block (issue 11)
+        from .untrusted import evidence_line, markdown_escape  # security: quote escaped, one line one block
 
-        return evidence_line(self.label, self.n, self.quote, display_url(self.url), self.last_updated)
+        line = evidence_line(self.label, self.n, self.quote, display_url(self.url), self.last_updated)
+        for src in self.also_at:
+            line += (
+                f"; also at {markdown_escape(display_url(src.url))}"
+                f" (last updated: {markdown_escape(src.last_updated or 'unknown')})"
+            )
+        return line
+
+
+@dataclass
+class Source:
+    """Another page whose chunk states what a block's quote states (the block is printed once, with both)."""
+
+    url: str
+    last_updated: str | None
+    chunk_id: str
+    quote: str
+    score: float
 
 
 @dataclass
@@ -114,6 +135,9 @@ class SynthesisResult:
                             "score": round(b.score, 4),
                             "quote": b.quote,
                             "query": b.query,
+                            "heading": b.heading,
+                            "rank": round(b.rank, 4) if b.rank is not None else None,
+                            "also_at": [dict(asdict(a), score=round(a.score, 4)) for a in b.also_at],
                             "markdown": b.markdown,
                         }
                         for b in s.blocks
@@ -205,27 +229,12 @@ def signature_queries(section: Section, generator: QueryGenerator | None = None)
 
 # -- quotes ------------------------------------------------------------------------------------------------
 
-_SENTENCE_END = re.compile(r"([.!?…][\"')\]”’]*)\s+|\n+")
-
-
 def split_sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) character spans of the sentences of ``text``, whitespace trimmed."""
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    for m in _SENTENCE_END.finditer(text):
-        end = m.end(1) if m.group(1) else m.start()
-        spans.append((pos, end))
-        pos = m.end()
-    spans.append((pos, len(text)))
-    out = []
-    for start, end in spans:
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if end > start:
-            out.append((start, end))
-    return out
+    """(start, end) character spans of the sentences of ``text``, whitespace trimmed (``memory_store.sentences``:
+    the segmenter that knows abbreviations, initials and decimals; every line is at least one sentence)."""
+    from memory_store.sentences import sentence_spans
+
+    return sentence_spans(text)
 
 
 def _collapse(text: str) -> str:
@@ -382,9 +391,11 @@ class Candidate:
     """A retrieved chunk with the quote it offers a section and the checks on that quote."""
 
     hit: Hit
-    choice: QuoteChoice
+    choice: QuoteChoice | Quote
     score: float  # cosine of the quote, read under its heading, to the section's question
     names: bool = True  # its page (title or chunk) names something the question names (relevance.named_subjects)
+    rank: float = 0.0  # rank score of the quote (orchestrator/quotes.py); orders the blocks
+    also: list[Candidate] = field(default_factory=list)  # candidates merged into this one (same facts)
 
 
 def evidence_candidates(
@@ -396,10 +407,15 @@ def evidence_candidates(
     subtree: str | None = None,
     retrieval: Retrieval | None = None,
     queries: list[str] | None = None,
+    vectors: SentenceVectors | None = None,
+    quote_mode: str = "answer",
 ) -> list[Candidate]:
     """Retrieve a section's candidates, in retrieval order (all signature queries through one ``Memory.search``
     call: fused with RRF before the optional rerank and MMR; each hit's cosine, best over the queries, meets
-    ``min_score``), and quote each one for the section's question."""
+    ``min_score``), and quote each one for the section's question: ``quote_mode="answer"`` (the default) ranks
+    sentences by embedding, BM25 and answer type (orchestrator/quotes.py); ``"legacy"`` is the quote choice of
+    918efa0 (closest sentence by cosine, kept for the benchmarks). ``vectors`` caches sentence vectors across
+    the sections of one synthesis."""
     queries = queries or signature_queries(section)
     opts: dict[str, Any] = {}
     if retrieval is not None:
@@ -423,27 +439,50 @@ def evidence_candidates(
         where = f"{hit.metadata.get('title') or ''}\n{hit.text}"
         return not names or any(mentions(where, name) for name in names)
 
+    if quote_mode == "legacy":
+        return [
+            Candidate(hit, choice, score, names_it(hit))
+            for hit, (choice, score) in zip(hits, _quotes_for(memory, question, hits, names), strict=True)
+        ]
+    vectors = vectors if vectors is not None else SentenceVectors(memory.embedder)
+    qvec = memory.embedder.embed_queries([question])[0]
+    quoted = quote_hits(question, hits, vectors, qvec, names=names, split=split_sentences)
     return [
-        Candidate(hit, choice, score, names_it(hit))
-        for hit, (choice, score) in zip(hits, _quotes_for(memory, question, hits, names), strict=True)
+        Candidate(hit, quote, score, names_it(hit), quote.rank)
+        for hit, (quote, score) in zip(hits, quoted, strict=True)
     ]
 
 
+# A block must stand within this margin of the section's best block, in rank score (orchestrator/quotes.py):
+# a block that ranks far below the best adds no evidence, it fills a slot (issue 10, "No padding").
+RANK_MARGIN = 0.15
+
+
 def select_evidence(
-    candidates: list[Candidate], *, k: int, min_score: float, named: bool = True
+    candidates: list[Candidate], *, k: int, min_score: float, named: bool = True, margin: float | None = RANK_MARGIN
 ) -> list[Candidate]:
     """The evidence among ``candidates`` (in retrieval order): those whose quote score meets ``min_score``;
-    and, when the first of them names what the question names (``named``), only those that do. In retrieval
-    order, one per distinct quote, at most ``k``."""
+    when the first of them names what the question names (``named``), only those that do; best rank first
+    (retrieval order among equals); only those within ``margin`` of the best rank (None: no margin); a quote
+    stating the same facts as an earlier one (``quotes.same_facts``) is merged into it (``also``) instead of
+    repeated. At most ``k``."""
     kept = [c for c in candidates if c.score >= min_score]
     # Anchored on the first candidate: when retrieval's best page never names it, the sources may word the name
     # otherwise, and nothing is dropped. On SciFact the anchored check keeps p@1 and raises precision; dropping
     # unnamed pages whenever any page names it lost more supported claims (BENCHMARKS.md).
     if named and kept and kept[0].names:
         kept = [c for c in kept if c.names]
+    kept = sorted(kept, key=lambda c: -c.rank)
+    if margin is not None and kept:
+        kept = [c for c in kept if c.rank >= kept[0].rank - margin]
     chosen: list[Candidate] = []
     for c in kept:
-        if len(chosen) < k and all(c.choice.quote != o.choice.quote for o in chosen):
+        twin = next((o for o in chosen if same_facts(c.choice.quote, o.choice.quote)), None)
+        if twin is not None:
+            urls = {twin.hit.metadata.get("url")} | {a.hit.metadata.get("url") for a in twin.also}
+            if c.hit.metadata.get("url") not in urls:
+                twin.also.append(c)
+        elif len(chosen) < k:
             chosen.append(c)
     return chosen
 
@@ -457,6 +496,7 @@ def synthesize_section(
     subtree: str | None = None,
     retrieval: Retrieval | None = None,
     query_generator: QueryGenerator | None = None,
+    vectors: SentenceVectors | None = None,
 ) -> SectionResult:
     """Retrieve, threshold and quote the evidence for one section (``subtree``: concept-index route).
 
@@ -467,9 +507,14 @@ def synthesize_section(
     queries = signature_queries(section, query_generator)
     result = SectionResult(title=section.title, label=label, question=section.effective_question, queries=queries)
     candidates = evidence_candidates(
-        memory, section, k=k, min_score=min_score, subtree=subtree, retrieval=retrieval, queries=queries
+        memory, section, k=k, min_score=min_score, subtree=subtree, retrieval=retrieval, queries=queries,
+        vectors=vectors,
     )
     for c in select_evidence(candidates, k=k, min_score=min_score):
+        also = [
+            Source(a.hit.metadata["url"], a.hit.metadata.get("last_updated"), a.hit.id, a.choice.quote, a.score)
+            for a in c.also
+        ]
         result.blocks.append(
             EvidenceBlock(
                 label=label,
@@ -480,6 +525,9 @@ def synthesize_section(
                 score=c.score,
                 chunk_id=c.hit.id,
                 query=c.hit.metadata.get("query") or queries[0],
+                heading=bool(getattr(c.choice, "is_heading", False)),
+                also_at=also,
+                rank=c.rank,
             )
         )
     if not result.blocks:
@@ -565,6 +613,7 @@ def synthesize(
     if min_score is None:
         min_score = mem.default_min_score
     ci, routes = concept_routes(charter, mem)
+    vectors = SentenceVectors(mem.embedder)  # one cache of sentence vectors for all sections
     sections = [
         synthesize_section(
             mem,
@@ -574,6 +623,7 @@ def synthesize(
             subtree=routes.get(i),
             retrieval=charter.retrieval,
             query_generator=query_generator,
+            vectors=vectors,
         )
         for i, s in enumerate(charter.outputs.sections)
     ]

@@ -291,6 +291,7 @@ def test_cli_concepts_and_subtree_search(brt_home, embedder, tmp_path):
         "    - title: CLS mitigation\n      question: How do I minimise cumulative layout shift?\n"
         "      concept: Performance > Core Web Vitals > CLS\n"
         "    - title: HTTP/3 adoption\n"
+        "memory:\n  use_concept_index: true\n"  # routing is opt-in since issue 10
     )
     mem = Memory("clidemo", basepath=memory_basepath())
     mem.add_many(demo_pages())

@@ -15,7 +15,8 @@ from orchestrator.cli import cli
 
 EVIDENCE_RE = re.compile(
     r'^\[(?P<label>.+?) Evidence #(?P<n>\d+)\] "(?P<quote>.+)" — (?P<url>\S+) '
-    r"\(last updated: (?P<date>\d{4}-\d{2}-\d{2}|unknown)\)$"
+    r"\(last updated: (?P<date>\d{4}-\d{2}-\d{2}|unknown)\)"
+    r"(?:; also at \S+ \(last updated: (?:\d{4}-\d{2}-\d{2}|unknown)\))*$"  # merged sources (issue 10)
 )
 GAP_RE = re.compile(
     r'^\[(?P<label>.+?) Gap\] No evidence met the threshold for "(?P<q>.+)" '
@@ -162,8 +163,9 @@ def test_demo_command(brt_home, embedder):
     blocks: dict[str, list[tuple[str, str]]] = {}
     for line in r.output.splitlines():
         m = EVIDENCE_RE.match(line)
-        if m:
-            blocks.setdefault(m["label"], []).append((m["quote"], m["url"]))
+        if m:  # a block's sources: its page and the pages stating the same facts ("; also at ...")
+            for url in [m["url"], *re.findall(r"; also at (\S+) \(", line)]:
+                blocks.setdefault(m["label"], []).append((m["quote"], url))
     assert any(url.endswith("/lcp.html") for _, url in blocks["LCP"]), blocks["LCP"]
     assert all("Largest Contentful Paint" in q for q, _ in blocks["LCP"]), blocks["LCP"]
     assert any(url.endswith("/inp.html") for _, url in blocks["INP"]), blocks["INP"]

@@ -1,0 +1,163 @@
+"""Answer-type cues: what kind of answer a question asks for, and whether a sentence carries one (pure functions).
+
+Deterministic rules, read from the question's wording (README, "Quote checks"):
+
+- ``currency``: "how much" with a money word (cost, price, pay, worth, fee, budget, ...), "what is the price/cost
+  of"; carried by a currency amount (``$5``, ``€2.5 million``, ``10 dollars``, ``USD 40``).
+- ``person``: who / whom / whose; which or what person, physician, scientist, king, ...; carried by a name (two
+  or more capitalised words, initials and ``de``/``van``/``of`` inside, leading "The"/"In" dropped) or a title
+  (``Dr.``, ``King``) before a capitalised word.
+- ``date``: when; what/which year, date, day, month, decade, century, era, period; since when; how long ago;
+  carried by a year (1000-2099), a month, a decade (``1960s``), a century, an ISO date, ``BC``/``AD``.
+- ``number``: how many / much (no money word) / long / far / old / big / tall / high / fast / often; what share,
+  percentage, proportion, number, population, rate, size; carried by a numeral (``42``, ``3.5``, ``1,200``),
+  a number word (``twelve``, ``million``) or a percentage.
+- ``place``: where; what/which city, country, region, river, ...; carried by a capitalised word after
+  ``in``/``at``/``from``/``near``/``to``/``of``.
+
+The first rule that matches wins, in that order.
+A typed span the question itself contains does not count (``"What happened in 1066?"`` asks for no date).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+AnswerType = Literal["currency", "date", "number", "person", "place"]
+
+_MONEY_WORDS = (
+    r"cost|costs|costing|price|priced|prices|pay|paid|pays|spend|spent|worth|money|fund|funded|funding|budget|fee|"
+    r"fees|charge|charged|salary|wage|wages|earn|earned|earns|revenue|revenues|income|profit|sell for|sold for|"
+    r"dollars?|euros?|pounds?|sterling|yen|afford|loan|debt|fine|fined|tax|taxes|donat\w*|invest\w*|raise[ds]?"
+)
+_CURRENCY_Q = re.compile(
+    rf"\bhow\s+much\b.*\b(?:{_MONEY_WORDS})\b|\b(?:{_MONEY_WORDS})\b.*\bhow\s+much\b|"
+    r"\b(?:what|which)\s+(?:is|was|were|are)?\s*(?:the\s+)?(?:\w+\s+){0,2}(?:price|cost|fee|salary|budget|value)\b|"
+    r"\bhow\s+much\s+(?:money|cash)\b",
+    re.IGNORECASE,
+)
+_DATE_Q = re.compile(
+    r"^\s*when\b|\bwhen\s+(?:did|was|were|is|does|do|will|had|has|have|could|would)\b|"
+    r"\b(?:what|which|in\s+what|in\s+which)\s+(?:\w+\s+)?(?:year|years|date|day|month|decade|century|centuries|era|"
+    r"period|time\s+period|season|dynasty)\b|\bsince\s+when\b|\bhow\s+long\s+ago\b|\bwhat\s+time\b",
+    re.IGNORECASE,
+)
+_NUMBER_Q = re.compile(
+    r"\bhow\s+(?:many|much|long|far|old|big|tall|high|large|fast|often|wide|deep|heavy|hot|cold|small|"
+    r"frequently|quickly|low)\b|"
+    r"\b(?:what|which)\s+(?:is\s+|was\s+|are\s+|were\s+)?(?:the\s+)?(?:\w+\s+)?(?:share|percentage|percent|"
+    r"proportion|fraction|number|amount|population|temperature|rate|speed|size|length|distance|height|"
+    r"weight|age|ratio|quantity|capacity|total)\b",
+    re.IGNORECASE,
+)
+_PERSON_NOUNS = (
+    r"person|people|man|men|woman|women|physician|doctor|scientist|author|writer|king|queen|emperor|president|"
+    r"leader|general|minister|chemist|physicist|mathematician|philosopher|artist|composer|painter|poet|inventor|"
+    r"engineer|explorer|architect|actor|actress|player|singer|pope|bishop|saint|prince|princess|duke|ruler|"
+    r"founder|ceo|chairman|director|economist|historian|astronomer|biologist|professor|individual|figure|"
+    r"governor|senator|mayor|judge|lawyer|officer|commander|coach|manager|owner|member|son|daughter|wife|husband"
+)
+_PERSON_Q = re.compile(
+    rf"^\s*(?:who|whom|whose)\b|\b(?:who|whom|whose)\s+(?:was|is|were|are|did|had|has|discovered|invented|"
+    rf"wrote|founded|led|said)\b|\b(?:which|what)\s+(?:\w+\s+)?(?:{_PERSON_NOUNS})\b|"
+    rf"\bwhat\s+(?:was|is)\s+(?:the\s+)?name\s+of\s+the\s+(?:\w+\s+)?(?:{_PERSON_NOUNS})\b",
+    re.IGNORECASE,
+)
+_PLACE_Q = re.compile(
+    r"^\s*where\b|\bwhere\s+(?:did|was|were|is|are|does|do|can|could)\b|"
+    r"\b(?:what|which|in\s+what|in\s+which)\s+(?:\w+\s+)?(?:city|cities|country|countries|place|region|state|"
+    r"province|town|village|continent|river|island|location|county|area|nation|capital)\b",
+    re.IGNORECASE,
+)
+
+
+def expected_type(question: str) -> AnswerType | None:
+    """The answer type ``question`` asks for (see the module table), or None when its wording names none."""
+    q = " ".join(question.split())
+    if _CURRENCY_Q.search(q):
+        return "currency"
+    if _PERSON_Q.search(q):
+        return "person"
+    if _DATE_Q.search(q):
+        return "date"
+    if _NUMBER_Q.search(q):
+        return "number"
+    if _PLACE_Q.search(q):
+        return "place"
+    return None
+
+
+_CURRENCY = re.compile(
+    r"(?:[$€£¥₹₩]|\b(?:US|USD|EUR|GBP|A|C|NZ|HK|S)\$?\s?)\s?\d[\d,.]*(?:\s?(?:million|billion|trillion|bn|m|k))?|"
+    r"\b\d[\d,.]*\s?(?:million\s+|billion\s+|thousand\s+|trillion\s+)?(?:dollars?|euros?|pounds?|yen|yuan|"
+    r"francs?|marks?|rupees?|cents?|pence|guilders?|florins?|shillings?|roubles?|rubles?|pesos?|USD|EUR|GBP)\b",
+    re.IGNORECASE,
+)
+_MONTHS = (
+    r"January|February|March|April|May|June|July|August|September|October|November|December|"
+    r"Jan\.|Feb\.|Mar\.|Apr\.|Jun\.|Jul\.|Aug\.|Sept?\.|Oct\.|Nov\.|Dec\."
+)
+_DATE = re.compile(
+    rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}})s?\b|\b(?:{_MONTHS})(?=\W|$)|\b\d{{1,2}}(?:st|nd|rd|th)[\s-]+centur(?:y|ies)\b|"
+    r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|"
+    r"fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|twenty-first)\s+centur(?:y|ies)\b|"
+    r"\b\d{1,4}\s?(?:BC|BCE|AD|CE)\b|\b\d{4}-\d{2}-\d{2}\b|\b'\d0s\b|\b\d0s\b",
+)
+_NUMBER = re.compile(
+    r"\b\d[\d,]*(?:\.\d+)?\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+    r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|"
+    r"ninety|hundred|hundreds|thousand|thousands|million|millions|billion|billions|dozen|dozens|half|"
+    r"quarter|third|single|double|twice|thrice)\b|%|\bper\s?cent\b",
+    re.IGNORECASE,
+)
+_NAME_WORD = r"(?:[A-Z][a-zà-ÿ'’\-]+|[A-Z]\.(?:\s?[A-Z]\.)*|[A-Z]{2,})"
+_PERSON = re.compile(
+    rf"\b{_NAME_WORD}(?:\s+(?:de|da|di|van|von|der|del|la|le|of|the|bin|ibn|al-)?\s*{_NAME_WORD})+|"
+    r"\b(?:Dr|Mr|Mrs|Ms|Prof|Sir|Dame|St|King|Queen|Emperor|President|Pope|Saint|Lord|Lady|General|Captain)\.?\s+"
+    rf"{_NAME_WORD}"
+)
+_PLACE = re.compile(rf"\b(?:in|at|from|near|to|of|across|into|throughout)\s+(?:the\s+)?{_NAME_WORD}")
+_PATTERNS = {"currency": _CURRENCY, "date": _DATE, "number": _NUMBER, "person": _PERSON, "place": _PLACE}
+_MONTH_OR_DAY = re.compile(rf"^(?:{_MONTHS}|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b")
+
+
+def typed_spans(text: str, kind: AnswerType) -> list[str]:
+    """The spans of ``text`` that are answers of type ``kind`` (see the module table)."""
+    found = [m.group(0).strip() for m in _PATTERNS[kind].finditer(text)]
+    if kind == "person":
+        names = []
+        for f in found:
+            words = f.split()
+            while words and words[0].lower() in _LEADING:  # "The Normans", "In Paris": a capital of position
+                words.pop(0)
+            if len(words) >= 2 and not _MONTH_OR_DAY.match(words[0]):
+                names.append(" ".join(words))
+        found = names
+    if kind == "place":
+        found = [f.split(None, 1)[1] for f in found if len(f.split(None, 1)) == 2]
+    return [f for f in found if f]
+
+
+def carries(text: str, kind: AnswerType | None, question: str) -> bool:
+    """Whether ``text`` holds an answer of type ``kind`` that ``question`` does not already contain."""
+    if kind is None:
+        return False
+    q = " ".join(question.lower().split())
+    for span in typed_spans(text, kind):
+        words = [w for w in re.findall(r"\w+", span.lower()) if w not in _GENERIC]
+        if not words:
+            continue
+        if kind in ("person", "place") and all(re.search(rf"\b{re.escape(w)}\b", q) for w in words):
+            continue  # the subject of the question, not its answer
+        if kind not in ("person", "place") and " ".join(span.lower().split()) in q:
+            continue
+        return True
+    return False
+
+
+_LEADING = frozenset(
+    "the a an in on at of for from by with this that these those it its he she they his her their after before "
+    "during when while since although however but and or as to".split()
+)
+_GENERIC = frozenset({"the", "of", "in", "at", "from", "near", "to", "across", "into", "throughout"})

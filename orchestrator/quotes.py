@@ -1,0 +1,270 @@
+"""Answer-bearing quotes (issue 10): which sentences of the retrieved chunks answer a section's question.
+
+Every sentence of the candidate chunks gets a *rank score* that fuses three kinds of evidence:
+
+    rank = cosine(sentence, question)                      the embedding model
+         + W_LEXICAL · bm25(sentence) / max bm25            exact terms of the question ("retail price", a name)
+         + W_TYPE    · [carries the expected answer type]   answer_types: currency, date, number, person, place
+
+BM25 (k1 = 1.2, b = 0.75) is computed over the candidates' sentences (lower-cased words less stop words, a
+plural ``s`` folded), so its idf says which of the question's words are rare among the candidates. In each
+chunk the quote starts at its best sentence and **grows into the neighbouring sentence** (next first) when that
+one carries the expected type and the best one does not. A heading or headline line is quoted (marked
+``heading``) only when it carries the expected type and out-ranks the chunk's prose. Sentence vectors are cached
+by text (``SentenceVectors``) so one synthesis never embeds a sentence twice, and embedded in one batch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .answer_types import AnswerType, carries, expected_type
+from .relevance import _STOP_WORDS, mentions
+
+if TYPE_CHECKING:
+    from memory_store import Hit
+
+W_LEXICAL = 0.15
+W_TYPE = 0.10
+MAX_QUOTE_WORDS = 60
+HEADING_MARGIN = 0.05  # a heading this much above every sentence quotes the prose under it
+BM25_K1, BM25_B = 1.2, 0.75
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_LIST_MARKER = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased content words, a plural ``s`` folded ("prices" and "price" match)."""
+    out = []
+    for w in _WORD.findall(text.lower()):
+        if w in _STOP_WORDS:
+            continue
+        if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+            w = w[:-1]
+        out.append(w)
+    return out
+
+
+def bm25_scores(query: str, docs: Sequence[str]) -> list[float]:
+    """BM25 of ``query`` against each of ``docs``, idf over ``docs`` themselves."""
+    toks = [terms(d) for d in docs]
+    n = len(toks)
+    if not n:
+        return []
+    avg = sum(len(t) for t in toks) / n or 1.0
+    df: Counter[str] = Counter()
+    for t in toks:
+        df.update(set(t))
+    q = set(terms(query))
+    out = []
+    for t in toks:
+        tf = Counter(t)
+        s = 0.0
+        for w in q:
+            if tf[w]:
+                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+                s += idf * tf[w] * (BM25_K1 + 1) / (tf[w] + BM25_K1 * (1 - BM25_B + BM25_B * len(t) / avg))
+        out.append(s)
+    return out
+
+
+class SentenceVectors:
+    """Sentence embeddings cached by text for the life of one synthesis; missing ones are embedded in one batch."""
+
+    def __init__(self, embedder: Any, limit: int = 200_000):
+        self.embedder = embedder
+        self.limit = limit
+        self._vecs: dict[str, Any] = {}
+
+    def __call__(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vecs))
+        if missing:
+            if len(self._vecs) + len(missing) > self.limit:
+                self._vecs.clear()
+            for t, v in zip(missing, self.embedder.embed_documents(missing), strict=True):
+                self._vecs[t] = v
+        if not texts:
+            return np.zeros((0, 1), dtype="float32")
+        return np.stack([self._vecs[t] for t in texts])
+
+
+def is_heading_line(text: str) -> bool:
+    """A short line without sentence punctuation: a heading, a headline or a label. List items are prose."""
+    if _LIST_MARKER.match(text):
+        return False
+    return len(text.split()) <= 12 and not re.search(r"[.!?…:;\"”]$", text)
+
+
+@dataclass
+class Quote:
+    """A quote chosen in one chunk: verbatim text, the heading it stands under, and how it was chosen."""
+
+    quote: str
+    heading: str | None = None  # the heading line above it in the chunk (context for scoring)
+    by_heading: bool = False
+    is_heading: bool = False  # the quote is itself a heading/headline that states the answer
+    rank: float = 0.0  # best rank score among its sentences
+    carries_type: bool = False
+
+    @property
+    def in_context(self) -> str:
+        return f"{self.heading}: {self.quote}" if self.heading and not self.is_heading else self.quote
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def choose_span(
+    text: str,
+    spans: list[tuple[int, int]],
+    rank: list[float],
+    *,
+    typed: list[bool],
+    named: list[bool] | None = None,
+    want_type: bool = False,
+) -> Quote:
+    """The quote of one chunk: its best-ranked prose sentence (a sentence naming what the question names first,
+    when some does), grown into a neighbour that carries the expected type when the best one does not, and
+    with neighbours while the quote is under 15 words; never across a heading or from one list item into the
+    next; at most MAX_QUOTE_WORDS words. A heading is quoted itself only when it carries the expected type and
+    out-ranks every sentence; a heading that out-ranks every sentence by HEADING_MARGIN otherwise points at the
+    prose under it (the quote then ranks as its heading)."""
+    if not spans:
+        words = text.split()
+        return Quote(" ".join(words[:MAX_QUOTE_WORDS]) + (" …" if len(words) > MAX_QUOTE_WORDS else ""))
+    heading = [is_heading_line(text[a:b]) for a, b in spans]
+    item = [bool(_LIST_MARKER.match(text[a:b])) for a, b in spans]
+    owner: list[int | None] = []
+    current: int | None = None
+    for i, h in enumerate(heading):
+        owner.append(current)
+        if h:
+            current = i
+    prose = [i for i in range(len(spans)) if not heading[i]]
+    pool = prose
+    if named is not None and any(named[i] for i in prose):
+        pool = [i for i in prose if named[i]]
+    best = max(pool or range(len(spans)), key=lambda i: rank[i])
+    titled = [i for i in range(len(spans)) if heading[i] and typed[i]]
+    if want_type and titled:
+        top = max(titled, key=lambda i: rank[i])
+        if not prose or rank[top] > rank[best]:
+            h_text = _collapse(text[spans[top][0] : spans[top][1]])
+            return Quote(h_text, None, False, True, rank[top], True)
+    if not prose:
+        best = max(range(len(spans)), key=lambda i: rank[i])
+    by_heading, heading_rank = False, None
+    if prose:
+        # A heading that out-ranks every sentence ("How to minimise layout shift" above a list of fixes that
+        # never repeat those words) points at the prose under it.
+        under = {h: [i for i in prose if owner[i] == h] for h in range(len(spans)) if heading[h]}
+        titled_h = [h for h, body in under.items() if body]
+        if titled_h:
+            top_h = max(titled_h, key=lambda h: rank[h])
+            if rank[top_h] > rank[best] + HEADING_MARGIN:
+                best = max(under[top_h], key=lambda i: rank[i])
+                by_heading, heading_rank = True, rank[top_h]
+    lo = hi = best
+
+    def words(a: int, b: int) -> int:
+        return len(text[spans[a][0] : spans[b][1]].split())
+
+    def joinable(j: int, into_next: bool) -> bool:
+        if heading[j]:
+            return False
+        return not item[j] if into_next else not item[lo]
+
+    has_type = typed[best]
+    if want_type and not has_type:
+        for j, nxt in ((hi + 1, True), (lo - 1, False)):
+            if 0 <= j < len(spans) and typed[j] and joinable(j, nxt):
+                a, b = (lo, j) if nxt else (j, hi)
+                if words(a, b) <= MAX_QUOTE_WORDS:
+                    lo, hi, has_type = a, b, True
+                    break
+    while words(lo, hi) < 15:
+        options = []
+        if lo > 0 and joinable(lo - 1, False):
+            options.append((rank[lo - 1], lo - 1, hi))
+        if hi < len(spans) - 1 and joinable(hi + 1, True):
+            options.append((rank[hi + 1], lo, hi + 1))
+        options = [o for o in options if words(o[1], o[2]) <= MAX_QUOTE_WORDS]
+        if not options:
+            break
+        _, lo, hi = max(options)
+    start = spans[lo][0]
+    marker = _LIST_MARKER.match(text[start : spans[lo][1]])
+    if marker:
+        start += marker.end()
+    quote = _collapse(text[start : spans[hi][1]])
+    if len(quote.split()) > MAX_QUOTE_WORDS:
+        quote = " ".join(quote.split()[:MAX_QUOTE_WORDS]) + " …"
+    if lo > 0 and not (text[start].isupper() or text[start].isdigit() or text[start] in "\"“‘'([$€£"):
+        quote = "… " + quote
+    title = owner[lo]
+    context = _collapse(text[spans[title][0] : spans[title][1]]) if title is not None else None
+    best_rank = max(rank[lo : hi + 1])
+    if heading_rank is not None:
+        best_rank = max(best_rank, heading_rank)
+    return Quote(quote, context, by_heading, False, best_rank, has_type or any(typed[lo : hi + 1]))
+
+
+def quote_hits(
+    question: str,
+    hits: Sequence[Hit],
+    vectors: SentenceVectors,
+    qvec: Any,
+    *,
+    names: list[str],
+    split: Any,
+) -> list[tuple[Quote, float]]:
+    """Each hit's quote for ``question`` and the quote's score (the cosine of the quote, read under its heading,
+    to the question). ``split`` gives a text's sentence spans."""
+    kind: AnswerType | None = expected_type(question)
+    all_spans = [split(h.text) for h in hits]
+    flat = [h.text[a:b] for h, spans in zip(hits, all_spans, strict=True) for a, b in spans]
+    if not flat:
+        return []
+    cos = (vectors(flat) @ qvec).tolist()
+    lex = bm25_scores(question, flat)
+    top = max(lex) if lex and max(lex) > 0 else 1.0
+    typed = [carries(t, kind, question) for t in flat]
+    rank = [c + W_LEXICAL * b / top + (W_TYPE if ty else 0.0) for c, b, ty in zip(cos, lex, typed, strict=True)]
+    named = [any(mentions(t, n) for n in names) for t in flat]
+    quotes, pos = [], 0
+    for h, spans in zip(hits, all_spans, strict=True):
+        end = pos + len(spans)
+        quotes.append(
+            choose_span(h.text, spans, rank[pos:end], typed=typed[pos:end], named=named[pos:end],
+                        want_type=kind is not None)
+        )
+        pos = end
+    scores = (vectors([q.in_context for q in quotes]) @ qvec).tolist()
+    return list(zip(quotes, scores, strict=True))
+
+
+# -- one block per fact -------------------------------------------------------------------------------------
+
+_NUMBERS = re.compile(r"\d[\d,.]*")
+
+
+def same_facts(a: str, b: str, *, vec_cosine: float | None = None) -> bool:
+    """Whether two quotes state the same facts: their content words overlap by 80% or more of the shorter
+    one, at least 4 words (or their embeddings' cosine is 0.92 or more), and they hold the same numbers."""
+    if {n.strip(".,") for n in _NUMBERS.findall(a)} != {n.strip(".,") for n in _NUMBERS.findall(b)}:
+        return False
+    if _collapse(a).lower() == _collapse(b).lower():
+        return True
+    ta, tb = set(terms(a)), set(terms(b))
+    if min(len(ta), len(tb)) >= 4 and len(ta & tb) / min(len(ta), len(tb)) >= 0.8:
+        return True
+    return vec_cosine is not None and vec_cosine >= 0.92
