@@ -343,6 +343,16 @@ class Embedder:
         return out
 
 
+def vector_precision(meta: dict[str, Any] | None) -> str | None:
+    """The precision of a store's vectors from its meta.json: ``embedding_precision``; a store that has vectors
+    but no such field was written before int8 existed, so fp32; None while it has no vectors yet."""
+    if not meta:
+        return None
+    if meta.get("embedding_precision"):
+        return str(meta["embedding_precision"])
+    return "fp32" if meta.get("dim") else None
+
+
 def requested_backend() -> str | None:
     """The backend ``$BRT_EMBED_BACKEND`` asks for (None for ``auto`` or unset); a bad value is an error."""
     value = (os.environ.get(BACKEND_ENV) or "").strip().lower()
