@@ -30,7 +30,7 @@ step() { printf '[dev.sh] %s\n' "$*"; }
 die() { printf '[dev.sh] error: %s\n' "$*" >&2; exit 1; }
 
 usage() {
-    sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 sha256_of() {
