@@ -285,19 +285,27 @@ def _export_fp32(model_path: Path, out: Path) -> dict[str, Any]:
             do_constant_folding=True,
             dynamo=False,
         )
-        cos = _check_against_torch(model_path, tmp)
-    if cos < FP32_MIN_COSINE:
-        tmp.unlink(missing_ok=True)
-        raise EmbeddingModelError(f"ONNX export disagrees with PyTorch (min cosine {cos:.6f} < {FP32_MIN_COSINE})")
-    os.replace(tmp, out)
+        cos = _accept(model_path, tmp, out, FP32_MIN_COSINE, "ONNX export disagrees with PyTorch")
     return {
-        "file": out.name,
-        "bytes": out.stat().st_size,
-        "sha256": _file_sha256(out),
+        **_file_info(out),
         "min_cosine_to_torch": round(cos, 7),
         "torch": torch.__version__,
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def _file_info(path: Path) -> dict[str, Any]:
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": _file_sha256(path)}
+
+
+def _accept(model_path: Path, tmp: Path, out: Path, min_cosine: float, problem: str) -> float:
+    """Move ``tmp`` to ``out`` if it agrees with PyTorch on the probe texts (min cosine), else delete it."""
+    cos = _check_against_torch(model_path, tmp)
+    if cos < min_cosine:
+        tmp.unlink(missing_ok=True)
+        raise EmbeddingModelError(f"{problem} (min cosine {cos:.6f} < {min_cosine})")
+    os.replace(tmp, out)
+    return cos
 
 
 def _pooled(hidden: Any, mask: Any) -> Any:
@@ -365,15 +373,9 @@ def _quantize_int8(model_path: Path, fp32: Path, out: Path) -> dict[str, Any]:
             nodes_to_exclude=ffn_out,
             extra_options={"MatMulConstBOnly": True, "DefaultTensorType": onnx.TensorProto.FLOAT},
         )
-        cos = _check_against_torch(model_path, tmp)
-    if cos < INT8_MIN_COSINE:
-        tmp.unlink(missing_ok=True)
-        raise EmbeddingModelError(f"int8 model too far from fp32 (min cosine {cos:.4f} < {INT8_MIN_COSINE})")
-    os.replace(tmp, out)
+        cos = _accept(model_path, tmp, out, INT8_MIN_COSINE, "int8 model too far from PyTorch fp32")
     return {
-        "file": out.name,
-        "bytes": out.stat().st_size,
-        "sha256": _file_sha256(out),
+        **_file_info(out),
         "recipe": RECIPE_INT8,
         "quantized_nodes": len(quantizable) - len(ffn_out),
         "fp32_nodes": ffn_out,
