@@ -9,7 +9,8 @@ reference for cosine and speed-up (flag by default); ``--chunks 0`` skips the th
 Chunk texts: the gold article bodies of article-extraction-benchmark, chunked as brt chunks them (256-token
 windows of the default model), the first ``--chunks`` (1,000). Throughput: each round embeds all of them with
 every backend in turn (so load changes on a shared machine hit all backends alike); chunks/s is the median over
-rounds, after a warm-up batch. SciFact: the 5,183 abstracts (title + blank line + abstract) chunked the same way,
+rounds, after a warm-up batch, next to the process CPU time per chunk (less sensitive to other processes on a
+loaded machine than wall time, though spinning worker threads count in it). SciFact: the 5,183 abstracts (title + blank line + abstract) chunked the same way,
 every chunk and the 300 test queries embedded with each backend; a document's score is its best chunk's cosine;
 nDCG@10 with binary gains as in bench/retrieval_scifact.py (which runs the whole store pipeline instead: run it
 with ``BRT_EMBED_BACKEND=flag|onnx|onnx-int8`` for the same comparison through the store).
@@ -143,16 +144,24 @@ def main(argv: list[str] | None = None) -> int:
     for e in embedders.values():
         e.embed_documents(texts[:32])  # warm-up
     rates: dict[str, list[float]] = {b: [] for b in backends}
+    cpu_ms: dict[str, list[float]] = {b: [] for b in backends}
     vectors: dict[str, np.ndarray] = {}
     for r in range(args.rounds if texts else 0):
         for b in backends:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             vectors[b] = embedders[b].embed_documents(texts)
             rates[b].append(len(texts) / (time.perf_counter() - t0))
-            print(f"round {r + 1} {b}: {rates[b][-1]:.2f} chunks/s", file=sys.stderr, flush=True)
+            cpu_ms[b].append(1000 * (time.process_time() - c0) / len(texts))
+            print(
+                f"round {r + 1} {b}: {rates[b][-1]:.2f} chunks/s, {cpu_ms[b][-1]:.0f} CPU-ms/chunk, "
+                f"load {os.getloadavg()[0]:.1f}",
+                file=sys.stderr,
+                flush=True,
+            )
     results: dict[str, dict] = {b: {"precision": embedders[b].precision} for b in backends}
     if vectors:
         base = statistics.median(rates[ref_name])
+        base_cpu = statistics.median(cpu_ms[ref_name])
         for b in backends:
             rate = statistics.median(rates[b])
             results[b].update(
@@ -160,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
                     "chunks_per_s": round(rate, 2),
                     "rounds_chunks_per_s": [round(x, 2) for x in rates[b]],
                     f"speedup_vs_{ref_name}": round(rate / base, 2),
+                    "cpu_ms_per_chunk": round(statistics.median(cpu_ms[b]), 1),
+                    f"cpu_speedup_vs_{ref_name}": round(base_cpu / statistics.median(cpu_ms[b]), 2),
                     f"cosine_to_{ref_name}": cosine_stats(vectors[b], vectors[ref_name]),
                 }
             )
