@@ -10,7 +10,8 @@ Chunk texts: the gold article bodies of article-extraction-benchmark, chunked as
 windows of the default model), the first ``--chunks`` (1,000). Throughput: each round embeds all of them with
 every backend in turn (so load changes on a shared machine hit all backends alike); chunks/s is the median over
 rounds, after a warm-up batch, next to the process CPU time per chunk (less sensitive to other processes on a
-loaded machine than wall time, though spinning worker threads count in it). SciFact: the 5,183 abstracts (title + blank line + abstract) chunked the same way,
+loaded machine than wall time, though spinning worker threads count in it). SciFact: the 5,183 abstracts
+(title + blank line + abstract) chunked the same way,
 every chunk and the 300 test queries embedded with each backend; a document's score is its best chunk's cosine;
 nDCG@10 with binary gains as in bench/retrieval_scifact.py (which runs the whole store pipeline instead: run it
 with ``BRT_EMBED_BACKEND=flag|onnx|onnx-int8`` for the same comparison through the store).
