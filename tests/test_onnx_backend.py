@@ -146,7 +146,7 @@ def test_export_cache_key_follows_model_files(tmp_path, monkeypatch):
     assert model_export.find_export("m", model) is None  # nothing exported under the new key
 
 
-def test_real_export_is_cached_and_checked(onnx_fp32):
+def test_real_export_is_cached_and_checked(onnx_fp32, onnx_int8):
     from memory_store.embeddings import default_model_path
     from memory_store.model_export import find_export
 
