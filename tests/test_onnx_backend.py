@@ -247,3 +247,36 @@ def test_quiet_flag_leaves_only_results(small_store):
     assert "LCP threshold" in out and err == ""
     probe, out, err = _run(["-q", "search", str(small_store.with_name("missing.yaml")), "x"])
     assert probe["code"] == 2 and "missing.yaml" in err  # errors still reach stderr
+
+
+# --- lancedb without its REST namespace client ---------------------------------------------------------------
+def test_lancedb_imported_without_the_namespace_client_apis(tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from memory_store._lazy_imports import import_lancedb
+        lancedb = import_lancedb()
+        apis = [m for m in sys.modules if m.startswith("lance_namespace_urllib3_client.api.")]
+        assert not apis, apis
+        db = lancedb.connect({str(tmp_path / "db")!r})
+        t = db.create_table("t", data=[{{"id": "a", "vector": [0.0, 1.0]}}])
+        assert t.search([0.0, 1.0]).limit(1).to_list()[0]["id"] == "a"
+        from lance_namespace_urllib3_client import TableApi  # still importable, on demand
+        import lance_namespace_urllib3_client.api.table_api as real
+        assert TableApi is real.TableApi
+        import lance_namespace
+        assert lance_namespace.LanceNamespace.__name__ == "LanceNamespace"
+        print("ok")
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+def test_lazy_init_only_for_plain_import_files():
+    from memory_store._lazy_imports import _parse_init
+
+    names, plain = _parse_init('"""doc"""\n__version__ = "1.0"\nfrom a.b import C\nfrom a.d import E as F\n')
+    assert names == {"C": ("a.b", "C"), "F": ("a.d", "E")} and plain == {"__version__": "1.0"}
+    assert _parse_init("from a import b\nb.setup()\n") is None  # code: the real module is used
+    assert _parse_init("from a import (\n    b,\n)\n") is None
