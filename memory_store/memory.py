@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .chunking import Chunk, chunk_with, split_algo, window_for
-from .embeddings import DEFAULT_MODEL, default_min_score, get_embedder, resolve_model_name
+from .embeddings import DEFAULT_MODEL, default_min_score, get_embedder, resolve_model_name, vector_precision
 from .errors import MemoryStoreError, ModelMismatch, StoreCorrupt, StoreLocked, StoreNotFound
 from .records import Hit, PageInput, PageRecord, StoreStats
 from .store import CHUNKS, PAGES, LanceStore
@@ -122,8 +122,8 @@ class Memory:
     def embedder(self) -> Embedder:
         """The embedding model (loaded on first use; checked against the store's recorded dimension)."""
         if self._embedder is None:
-            emb = get_embedder(self._model_name)
             meta = self._read_meta()
+            emb = get_embedder(self._model_name, precision=vector_precision(meta))
             if meta and meta.get("dim") and int(meta["dim"]) != emb.dim:
                 raise ModelMismatch(
                     f"store {self._path} has {meta['dim']}-dimensional embeddings "
@@ -175,8 +175,10 @@ class Memory:
         tmp.write_text(json.dumps(meta, indent=2, sort_keys=True))
         os.replace(tmp, path)
 
-    def _ensure_created(self, dim: int | None = None, algo: str | None = None) -> dict[str, Any]:
-        """Create the store folder and meta.json if missing; fill in dim/split_algo once known."""
+    def _ensure_created(
+        self, dim: int | None = None, algo: str | None = None, precision: str | None = None
+    ) -> dict[str, Any]:
+        """Create the store folder and meta.json if missing; fill in dim/split_algo/precision once known."""
         self._path.mkdir(parents=True, exist_ok=True)
         meta = self._read_meta()
         changed = False
@@ -196,6 +198,9 @@ class Memory:
             changed = True
         if algo and not meta.get("split_algo"):
             meta["split_algo"] = algo
+            changed = True
+        if precision and not meta.get("embedding_precision"):
+            meta["embedding_precision"] = precision
             changed = True
         if changed:
             self._write_meta(meta)
@@ -360,7 +365,7 @@ class Memory:
             vecs = emb.embed_documents(list(todo.values()))
             pre = dict(zip(todo, vecs, strict=True))
         with self.write_lock():
-            meta = self._ensure_created(emb.dim, algo)
+            meta = self._ensure_created(emb.dim, algo, emb.precision)
             if meta.get("split_algo") and meta["split_algo"] != algo:
                 log.warning("store %s was chunked with %s, now %s", self._path, meta["split_algo"], algo)
             self._reconcile(inputs, chunked, removed=set(), algo=algo, vectors=pre)
@@ -771,6 +776,7 @@ class Memory:
                 "tool_version": tool_version,
                 "embedding_model": meta.get("model", self._model_name),
                 "embedding_dim": meta.get("dim"),
+                "embedding_precision": vector_precision(meta),
                 "split_algo": meta.get("split_algo"),
                 "include_vectors": include_vectors,
                 "counts": counts,

@@ -123,8 +123,9 @@ class LanceStore:
     # --- plumbing ---------------------------------------------------------------------------------------
     def _connect(self) -> Any:
         if self._db is None:
-            import lancedb
+            from ._lazy_imports import import_lancedb
 
+            lancedb = import_lancedb()
             try:
                 self._db = lancedb.connect(str(self.path / "lance"))
             except Exception as exc:

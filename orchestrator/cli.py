@@ -77,25 +77,51 @@ def _print_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
-def _progress():
-    from .progress import PlainProgress, RichProgress
+# --- output verbosity (-v / -q) -------------------------------------------------------------------------------
+_quiet = False
 
+
+def _configure_output(verbose: int, quiet: bool) -> None:
+    """Log level and third-party noise. Default: brt's warnings and progress; third-party progress bars and
+    warnings (transformers, tqdm, Hugging Face, ONNX Runtime) silenced. ``-v``: brt's info log and third-party
+    output as the libraries print it. ``-q``: errors only, no progress, no notes (results still on stdout)."""
+    global _quiet
+    _quiet = quiet and not verbose
+    level = logging.ERROR if _quiet else max(logging.WARNING - 10 * verbose, logging.DEBUG)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if not verbose:
+        from memory_store.quiet import silence_third_party
+
+        silence_third_party()
+
+
+def _note(message: str) -> None:
+    """An informational line on stderr (not with --quiet)."""
+    if not _quiet:
+        _err(message)
+
+
+def _progress():
+    from .progress import NullProgress, PlainProgress, RichProgress
+
+    if _quiet:
+        return NullProgress()
     return RichProgress() if sys.stderr.isatty() else PlainProgress()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="brt")
-@click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
-def cli(verbose: int) -> None:
+@click.option(
+    "-v", "--verbose", count=True, help="More log output on stderr (-vv for debug), third-party output included."
+)
+@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr: no progress, no notes (for scripts).")
+def cli(verbose: int, quiet: bool) -> None:
     """brt: browser research with a per-charter evidence cache.
 
     A charter names what to research and where to look. harvest reads the allowed pages with a real browser
     into the charter's own store; synthesize answers each output section with cited evidence blocks (or a
     Gap); clean writes an audit snapshot and destroys the store."""
-    level = logging.WARNING - 10 * verbose
-    logging.basicConfig(
-        level=max(level, logging.DEBUG), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    _configure_output(verbose, quiet)
 
 
 @cli.command()
@@ -269,7 +295,7 @@ def synthesize(charter: str, out: str | None, as_json: bool, allow_doc_anywhere:
         _print_json(doc)
         return
     click.echo(result.markdown, nl=False)
-    _err(f"wrote {result.doc_path} and {result.json_path}")
+    _note(f"wrote {result.doc_path} and {result.json_path}")
 
 
 @cli.command()
@@ -292,8 +318,8 @@ def clean(charter: str, snapshot: str | None, keep: bool, no_vectors: bool) -> N
     record_written([result.snapshot_path, result.har_path])
     click.echo(str(result.snapshot_path))
     if result.har_path:
-        _err(f"HAR of the harvest: {result.har_path}")
-    _err("store destroyed" if result.destroyed else "store kept")
+        _note(f"HAR of the harvest: {result.har_path}")
+    _note("store destroyed" if result.destroyed else "store kept")
 
 
 @cli.command()

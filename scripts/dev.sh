@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Developer entry point for brt.
 #
-#   bash scripts/dev.sh setup          create .venv, install brt and its deps, make sure a browser exists
+#   bash scripts/dev.sh setup          create .venv, install brt and its deps, export the embedding model to
+#                                      ONNX (once), make sure a browser exists
 #   bash scripts/dev.sh demo [ARGS]    setup, then `brt demo` on the offline demo charter (ARGS go to brt demo)
 #   bash scripts/dev.sh test [ARGS]    setup, then pytest (ARGS go to pytest)
 #
 # Idempotent: a re-run only checks things (the venv exists, torch imports, the pyproject.toml hash matches the
-# stamp of the last install, a browser is there) and installs nothing when all is in place.
+# stamp of the last install, the ONNX export is cached, a browser is there) and installs nothing when all is
+# in place.
 #
 # Environment:
 #   PYTHON          interpreter used to create .venv (default python3; must be >= 3.10)
@@ -28,7 +30,7 @@ step() { printf '[dev.sh] %s\n' "$*"; }
 die() { printf '[dev.sh] error: %s\n' "$*" >&2; exit 1; }
 
 usage() {
-    sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 sha256_of() {
@@ -105,6 +107,18 @@ find_browser() {
     return 1
 }
 
+ensure_model_export() {
+    # The bundled embedding model on ONNX Runtime (fp32 + int8), exported once from its local PyTorch weights
+    # into .venv/share/brt/models (a cache keyed by the model files' hashes and the exporter version): the query
+    # path then needs neither torch nor transformers. A re-run only checks the cache.
+    if (cd "$ROOT" && HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" -m memory_store.model_export --check >/dev/null); then
+        return
+    fi
+    step "exporting the embedding model to ONNX (fp32 + int8; once, from the bundled weights)"
+    (cd "$ROOT" && HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" -m memory_store.model_export >/dev/null) \
+        || die "ONNX export of the embedding model failed (see above)"
+}
+
 ensure_browser() {
     local found rc=0
     found="$(find_browser)" || rc=$?
@@ -159,6 +173,7 @@ setup() {
     ensure_venv
     ensure_torch
     ensure_package
+    ensure_model_export
     ensure_browser
     ensure_devtools_mcp
     step "setup ok"
