@@ -27,7 +27,6 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -90,11 +89,16 @@ def _tool_error(message: str) -> Exception:
 
 
 def _load(path: str) -> "Charter":
-    from .charter import load_charter
+    from . import service
 
     if not isinstance(path, str) or not path.strip():
         raise _tool_error("charter_path must be the path of a charter file (YAML or JSON)")
-    return load_charter(Path(path).expanduser())
+    return service.load(path)
+
+
+#: How the MCP server tells an agent to make a store (``service.require_store``).
+def _next_step(charter: "Charter") -> str:
+    return f"call the harvest tool (or add_page) for {charter.source or 'the charter'} first"
 
 
 async def _call(fn: Callable[[], T]) -> T:
@@ -125,19 +129,6 @@ def _result(doc: dict[str, Any]) -> CallToolResult:
         content=[TextContent(type="text", text=json.dumps(doc, indent=2, ensure_ascii=False))],
         structured_content=doc,
     )
-
-
-def _require_store(charter: "Charter") -> None:
-    from memory_store import Memory
-    from memory_store.errors import StoreNotFound
-
-    from .config import memory_basepath
-
-    if not Memory.exists(charter.id, basepath=memory_basepath()):
-        raise StoreNotFound(
-            f"charter {charter.id!r} has no store (never harvested, or cleaned): call the harvest tool "
-            f"(or add_page) for {charter.source or 'the charter'} first"
-        )
 
 
 class _McpProgress:
@@ -204,19 +195,6 @@ def _log_failure(future: Any) -> None:
         logger.debug("progress notification failed: %s", exc)
 
 
-def _hit_json(hit: Any) -> dict[str, Any]:
-    url = hit.metadata.get("url")
-    return {
-        "id": hit.id,
-        "score": round(float(hit.score), 6),
-        "url": url,
-        "last_updated": hit.metadata.get("last_updated"),
-        "title": quote_untrusted(hit.metadata.get("title"), url),
-        "matched_via": getattr(hit, "matched_via", None),
-        "text": quote_untrusted(hit.text, url),
-    }
-
-
 # -- the server ----------------------------------------------------------------------------------------------
 
 CharterPath = Annotated[str, Field(description="Path of the charter file (YAML or JSON).", min_length=1)]
@@ -276,6 +254,7 @@ def build_server() -> MCPServer:
             Field(description="Attach to a running Chrome over CDP (e.g. http://127.0.0.1:9222), in a fresh context."),
         ] = None,
     ) -> CallToolResult:
+        from . import service
         from .harvest import harvest as run_harvest
 
         charter = await _call(lambda: _load(charter_path))
@@ -284,9 +263,7 @@ def build_server() -> MCPServer:
             lambda: run_harvest(charter, progress=progress, refresh=refresh, via=via, browser_url=browser_url)
         )
         progress.close()
-        doc = report.to_json()
-        doc["summary"] = report.summary()
-        return _result(doc)
+        return _result(service.harvest_json(report))
 
     @server.tool(
         title="Add a page you already have",
@@ -306,7 +283,7 @@ def build_server() -> MCPServer:
             str | None, Field(description="The page's last-updated date, YYYY-MM-DD.", pattern=r"^\d{4}-\d{2}-\d{2}$")
         ] = None,
     ) -> CallToolResult:
-        from .pages import ingest_page
+        from .harvest.pages import ingest_page
 
         charter = await _call(lambda: _load(charter_path))
         if (html is None) == (text is None):
@@ -343,18 +320,13 @@ def build_server() -> MCPServer:
             str | None, Field(description="Only chunks under this concept path (concept index), e.g. 'A > B'.")
         ] = None,
     ) -> CallToolResult:
-        from .config import open_memory
+        from . import service
 
         charter = await _call(lambda: _load(charter_path))
-
-        def run_search() -> list[Any]:
-            _require_store(charter)
-            return open_memory(charter, create=False).search(query, k=k, subtree=subtree)
-
-        hits = await _call(run_search)
-        return _result(
-            {"charter_id": charter.id, "query": query, "subtree": subtree, "hits": [_hit_json(h) for h in hits]}
+        hits = await _call(
+            lambda: service.search(charter, query, k=k, subtree=subtree, next_step=_next_step(charter))
         )
+        return _result(service.search_json(charter, query, hits, subtree=subtree, quote=quote_untrusted))
 
     @server.tool(
         title="Resolve a concept path",
@@ -375,12 +347,12 @@ def build_server() -> MCPServer:
                     "the concept index is not available in this version of brt (concept_index.ConceptIndex "
                     f"cannot be imported: {exc})"
                 ) from exc
-            from .config import open_memory
+            from . import service
 
-            _require_store(charter)
+            memory = service.open_store(charter, next_step=_next_step(charter))
             try:
                 try:
-                    index = ConceptIndex(memory=open_memory(charter, create=False))
+                    index = ConceptIndex(memory=memory)
                 except TypeError:  # an index that only takes the charter id
                     index = ConceptIndex(charter.id)
                 return index.resolve_path(text)
@@ -409,52 +381,17 @@ def build_server() -> MCPServer:
             str | None, Field(description="Markdown path to write (default: the charter's outputs.doc).")
         ] = None,
     ) -> CallToolResult:
-        from .synthesize import display_url
+        from . import service
         from .synthesize import synthesize as run_synthesize
 
         charter = await _call(lambda: _load(charter_path))
 
         def run() -> Any:
-            _require_store(charter)
+            service.require_store(charter, next_step=_next_step(charter))
             return run_synthesize(charter, out=out)
 
         result = await _call(run)
-        sections = []
-        for s in result.sections:
-            sections.append(
-                {
-                    "title": s.title,
-                    "label": s.label,
-                    "question": s.question,
-                    "blocks": [
-                        {
-                            "n": b.n,
-                            "citation": f"[{b.label} Evidence #{b.n}] — {display_url(b.url)} "
-                            f"(last updated: {b.last_updated or 'unknown'})",
-                            "url": b.url,
-                            "last_updated": b.last_updated,
-                            "score": round(float(b.score), 4),
-                            "chunk_id": b.chunk_id,
-                            "quote": quote_untrusted(b.quote, b.url),
-                        }
-                        for b in s.blocks
-                    ],
-                    "gaps": [g.markdown for g in s.gaps],
-                }
-            )
-        return _result(
-            {
-                "charter_id": result.charter_id,
-                "title": result.title,
-                "min_score": result.min_score,
-                "embedding_model": result.model,
-                "sections": sections,
-                "answered": sum(1 for s in result.sections if s.blocks),
-                "gaps": sum(len(s.gaps) for s in result.sections),
-                "doc_path": str(result.doc_path),
-                "json_path": str(result.json_path),
-            }
-        )
+        return _result(service.synthesis_json(result, quote=quote_untrusted))
 
     @server.tool(
         title="Clean a charter's store",
@@ -468,24 +405,17 @@ def build_server() -> MCPServer:
         snapshot: Annotated[str | None, Field(description="Snapshot path (default under $BRT_HOME/snapshots).")] = None,
         no_vectors: Annotated[bool, Field(description="Leave embeddings out of the snapshot.")] = False,
     ) -> CallToolResult:
+        from . import service
         from .clean import clean as run_clean
 
         charter = await _call(lambda: _load(charter_path))
 
         def run() -> Any:
-            _require_store(charter)
+            service.require_store(charter, next_step=_next_step(charter))
             return run_clean(charter, snapshot=snapshot, keep=keep or None, vectors=not no_vectors)
 
         result = await _call(run)
-        return _result(
-            {
-                "charter_id": charter.id,
-                "snapshot_path": str(result.snapshot_path),
-                "har_path": str(result.har_path) if result.har_path else None,
-                "destroyed": result.destroyed,
-                "counts": result.counts,
-            }
-        )
+        return _result(service.clean_json(charter, result))
 
     @server.tool(
         title="Store status",
@@ -493,11 +423,11 @@ def build_server() -> MCPServer:
         annotations=read_only,
     )
     async def status(charter_path: CharterPath) -> CallToolResult:
-        from .clean import status as run_status
+        from . import service
 
         charter = await _call(lambda: _load(charter_path))
-        report = await _call(lambda: run_status(charter))
-        return _result(report.to_json())
+        doc = await _call(lambda: service.status(charter))
+        return _result(doc.to_json())
 
     # -- prompts ------------------------------------------------------------------------------------------
 

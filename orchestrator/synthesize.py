@@ -9,10 +9,13 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from concept_index.text import LIST_MARKER, is_heading
+from memory_store.clock import now
+
+from .api import make_module_callable
 from .relevance import mentions, named_subjects
 
 if TYPE_CHECKING:
@@ -227,18 +230,9 @@ def _clip_words(text: str, limit: int) -> str:
     return " ".join(words[:limit]) + " …"
 
 
-_LIST_MARKER = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
 # A heading that matches the question this much better than every sentence of the chunk points at the prose
 # under it ("How to minimise layout shift" above a list of fixes that never repeat those words).
 HEADING_MARGIN = 0.05
-
-
-def _is_heading(text: str) -> bool:
-    """A short line without sentence punctuation: a heading or a label, never part of a quote's prose. List
-    items are prose."""
-    if _LIST_MARKER.match(text):
-        return False
-    return len(text.split()) <= 12 and not re.search(r"[.!?…:;\"”]$", text)
 
 
 @dataclass
@@ -275,12 +269,12 @@ def choose_quote_in_context(
     the sentences that name what the question names: when some do, the quote starts at one of them."""
     if not spans:
         return QuoteChoice(_clip_words(chunk_text, MAX_QUOTE_WORDS))
-    heading = [_is_heading(chunk_text[a:b]) for a, b in spans]
+    heading = [is_heading(chunk_text[a:b]) for a, b in spans]
     owner: list[int | None] = []  # the heading each span stands under, within this chunk
     current: int | None = None
-    for i, is_heading in enumerate(heading):
+    for i, heads in enumerate(heading):
         owner.append(current)
-        if is_heading:
+        if heads:
             current = i
     prose = [i for i in range(len(spans)) if not heading[i]]
     if named is not None and any(named[i] for i in prose):
@@ -302,7 +296,7 @@ def choose_quote_in_context(
         return len(chunk_text[spans[a][0] : spans[b][1]].split())
 
     # Each list item is a statement of its own: a quote grows within its item, never into the next one.
-    item = [bool(_LIST_MARKER.match(chunk_text[a:b])) for a, b in spans]
+    item = [bool(LIST_MARKER.match(chunk_text[a:b])) for a, b in spans]
 
     while True:
         options = []
@@ -320,7 +314,7 @@ def choose_quote_in_context(
         else:
             break
     start = spans[lo][0]
-    marker = _LIST_MARKER.match(chunk_text[start : spans[lo][1]])
+    marker = LIST_MARKER.match(chunk_text[start : spans[lo][1]])
     if marker:  # a list item's bullet is layout, not words of the page
         start += marker.end()
     quote = _collapse(chunk_text[start : spans[hi][1]])
@@ -569,7 +563,7 @@ def synthesize(
         sections=sections,
         min_score=min_score,
         model=mem.model_name,
-        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        generated_at=now(),
         t_synth_s=0.0,
     )
     result.markdown = render_markdown(charter, result) + concept_diagram(ci, routes)
@@ -582,3 +576,6 @@ def synthesize(
     result.doc_path, result.json_path = doc, json_path
     log.info("synthesized %d sections into %s", len(sections), doc)
     return result
+
+
+make_module_callable(__name__, "synthesize")

@@ -1,4 +1,5 @@
-"""Browser crashes during a harvest (issue 6, item 9), hooked into ``_Harvest._visit`` (orchestrator/harvest.py).
+"""Browser crashes during a harvest (issue 6, item 9), hooked into the Playwright reader's visits
+(``readers/playwright/reader.py``).
 
 A crashed or killed Chromium shows up as the Playwright browser's ``disconnected`` event and as errors such as
 "Target page, context or browser has been closed" on every page in flight; a crashed renderer as the page's
@@ -22,10 +23,10 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import BrowserCrashed, BrowserNotFound, HarvestError
+from ..errors import BrowserCrashed, BrowserNotFound, HarvestError, TargetClosed, error_kind, first_line
 
 if TYPE_CHECKING:
-    from .browser import BrowserSession
+    from .readers.playwright.browser import BrowserSession
 
 __all__ = ["BROWSER_CRASHED", "MAX_RELAUNCHES", "PAGE_CRASHED", "BrowserWatch", "CrashKind", "crashed_attempt"]
 
@@ -39,15 +40,6 @@ BROWSER_CRASHED = "browser crashed"
 PAGE_CRASHED = "page crashed"
 #: How long a "target closed" error waits for the browser's disconnected event that may trail it.
 _DISCONNECT_GRACE_S = 2.0
-_CLOSED_MARKERS = (
-    "has been closed",
-    "target closed",
-    "browser closed",
-    "connection closed",
-    "browser has disconnected",
-    "targetclosederror",
-)
-_CRASH_MARKERS = ("page crashed", "target crashed")
 
 CrashKind = Literal["browser", "page"]
 
@@ -93,8 +85,7 @@ class BrowserWatch:
         if not self.alive(generation):
             return "browser"
         text = f"{type(error).__name__}: {error}" if error is not None else str(event.reason or "")
-        lowered = text.lower()
-        if page_crashed or any(m in lowered for m in _CRASH_MARKERS + _CLOSED_MARKERS):
+        if page_crashed or issubclass(error_kind(text), TargetClosed):  # a crashed page is a closed target too
             # The page's error may arrive a moment before the browser's disconnected event.
             if generation == self.generation:
                 try:
@@ -153,12 +144,8 @@ def crashed_attempt(event: Any, attempts_before: int, kind: CrashKind, error: Ba
             "status": None,
             "outcome": "failed",
             "reason": reason,
-            "error": _first_line(error) if error is not None else None,
+            "error": first_line(error) if error is not None else None,
             "s": 0.0,
         }
     )
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

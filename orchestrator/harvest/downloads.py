@@ -4,7 +4,7 @@ Playwright's context (``accept_downloads=False``) tells Chromium to deny downloa
 download's bytes to a temporary file (``$TMPDIR/.org.chromium.Chromium.XXXXXX``) *while* it decides where the
 download goes, and only deletes it once the download is denied: the whole body of a fast download reaches the
 disk. So the body of a navigation response that would become a download never reaches the browser: brt fetches
-every live navigation itself (``netguard.route_navigation``) and answers the browser through
+every live navigation itself (``readers/playwright/routes.route_navigation``) and answers the browser through
 :func:`fulfill_navigation`, which keeps the status and headers (the browser still starts, and denies, the
 download, so the harvest records it as one) and withholds the body."""
 

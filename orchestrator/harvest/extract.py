@@ -104,14 +104,14 @@ def _extract_page(
         source_html = _wrap_region(full_tree, region_html)
 
     document = _trafilatura(source_html, url)
-    text = _clean_text(document.text if document is not None else "")
+    text = clean_text(document.text if document is not None else "")
     if not text and region_html:
         # The region may be too small for trafilatura's main-content heuristics: take its plain text.
         text = _region_text(region_html)
     if not text:
         return None
 
-    title = _clean_text(getattr(document, "title", None) or "") or _html_title(full_tree)
+    title = clean_text(getattr(document, "title", None) or "") or _html_title(full_tree)
     last_updated, source = _last_updated(full_tree, document, headers)
     headings = _headings(document_fromstring(region_html) if region_html else full_tree)
     return ExtractedPage(
@@ -220,11 +220,11 @@ def _region_text(region_html: str) -> str:
         return ""
     for bad in node.xpath(".//script|.//style|.//noscript|.//template"):
         bad.drop_tree()
-    lines = [_clean_text(line) for line in node.text_content().splitlines()]
+    lines = [clean_text(line) for line in node.text_content().splitlines()]
     return "\n".join(line for line in lines if line)
 
 
-def _clean_text(text: str) -> str:
+def clean_text(text: str) -> str:
     """Trim each line, drop runs of blank lines; paragraphs stay on their own lines."""
     lines = [re.sub(r"[ \t\u00a0]+", " ", line).strip() for line in (text or "").splitlines()]
     out: list[str] = []
@@ -237,11 +237,11 @@ def _clean_text(text: str) -> str:
 def _html_title(tree: HtmlElement) -> str | None:
     node = tree.find(".//title")
     if node is not None and node.text_content().strip():
-        return _clean_text(node.text_content())
+        return clean_text(node.text_content())
     for tag in ("h1", "h2"):
         node = tree.find(f".//{tag}")
         if node is not None and node.text_content().strip():
-            return _clean_text(node.text_content())
+            return clean_text(node.text_content())
     return None
 
 

@@ -10,28 +10,31 @@ same chunking, embedding and store path (``Memory.add_many``) as a harvest.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from .errors import BrtError
-from .extract import ExtractedPage, extract_page, select_region
-from .urls import canonical_url, is_http_url
+from memory_store import PageInput
+from memory_store.clock import now
+
+from ..config import open_memory
+from ..errors import PageRefused
+from .extract import ExtractedPage, clean_text, extract_page, select_region
+from .net.urls import canonical_url, is_http_url
 
 if TYPE_CHECKING:
     from memory_store import Memory
 
-    from .charter import Charter
+    from ..charter import Charter
 
-__all__ = ["IngestResult", "PageRefused", "ingest_page", "page_input", "prepare_page"]
+__all__ = ["IngestResult", "PageRefused", "ingest_page", "page_input", "prepare_page", "update_concept_index"]
+
+logger = logging.getLogger(__name__)
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-class PageRefused(BrtError):
-    """A page that may not enter the store (off the allowlist, not http(s), no readable text, bad input)."""
 
 
 @dataclass
@@ -58,14 +61,9 @@ def page_input(
     fetched_at: str | None = None,
     status: int | None = None,
     content_type: str | None = None,
-) -> Any:
+) -> PageInput:
     """The store's ``PageInput`` for an extracted page (what the harvest's writer and add_page hand to
     ``Memory.add_many``)."""
-    try:
-        from memory_store import PageInput
-    except ImportError:  # older layout
-        from memory_store.records import PageInput
-
     return PageInput(
         url=page.url,
         text=page.text,
@@ -125,9 +123,7 @@ def prepare_page(
         if extracted is None:
             raise PageRefused(f"no readable text in the HTML given for {url}; nothing was stored")
     else:
-        from .extract import _clean_text
-
-        cleaned = _clean_text(text or "")
+        cleaned = clean_text(text or "")
         if not cleaned:
             raise PageRefused(f"the text given for {url} is empty; nothing was stored")
         extracted = ExtractedPage(url=url, title=None, text=cleaned, selector=selector or "body")
@@ -152,10 +148,8 @@ def ingest_page(
     when the page is refused."""
     extracted = prepare_page(charter, url, html=html, text=text, selector=selector, last_updated=last_updated)
     if memory is None:
-        from .config import open_memory
-
         memory = open_memory(charter)
-    fetched_at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    fetched_at = now()
     ids = memory.add_many(
         [
             page_input(
@@ -166,13 +160,8 @@ def ingest_page(
             )
         ]
     )
-    if getattr(charter.memory, "use_concept_index", False):
-        # the concept index follows the store, as after a harvest (never fails the add)
-        from . import harvest as _harvest
-
-        update = getattr(_harvest, "_update_concept_index", None)
-        if update is not None:
-            update(charter, memory)
+    if charter.memory.use_concept_index:  # the concept index follows the store, as after a harvest
+        update_concept_index(charter, memory)
     return IngestResult(
         url=extracted.url,
         title=extracted.title,
@@ -190,3 +179,14 @@ def _valid_date(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def update_concept_index(charter: Charter, memory: Memory) -> None:
+    """Bring the charter's concept index up to date with the stored pages; never fails the harvest."""
+    try:
+        from concept_index import update_from_store  # numpy and networkx load only when an index is used
+
+        _, rep = update_from_store(memory, charter.outputs.sections)
+        logger.info("concept index of %s updated: %s", charter.id, rep)
+    except Exception:  # the index is an optional router: the evidence store stays authoritative
+        logger.exception("concept index update failed for %s", charter.id)

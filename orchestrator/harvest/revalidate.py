@@ -18,24 +18,26 @@ response that never finished, too many of them) has no fingerprint and is always
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import json
 import logging
-import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
-from urllib.parse import urljoin
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ..errors import NavigationRefused, RequestFailed, error_kind
+from .har import ReplayIndex, fingerprint_headers, sha256_hex
+
+if TYPE_CHECKING:
+    from ..charter import Charter
+    from .net.fetcher import DocumentFetcher
+    from .net.guard import NetGuard
 
 __all__ = [
     "FINGERPRINT_VERSION",
     "DependencyWatch",
-    "ReplayIndex",
+    "Revalidator",
     "fingerprint",
     "load_fingerprints",
-    "sha256_hex",
-    "what_changed",
 ]
 
 logger = logging.getLogger(__name__)
@@ -47,10 +49,6 @@ _DEP_TYPES = ("script", "xhr", "fetch")
 _MAX_DEPS = 200
 _BODY_WAIT_S = 2.0
 REFUSED = "refused"
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 class DependencyWatch:
@@ -116,8 +114,8 @@ class DependencyWatch:
         off_allowlist = self.allowed is not None and not self.allowed(request.url)
         if (
             off_allowlist  # refused by brt whenever the page asks for it (whatever the failure reported)
-            or "ERR_BLOCKED_BY_CLIENT" in failure  # brt's own refusal: the same next time
-            or (self.replay and "ERR_FAILED" in failure)  # missing from the replay HAR
+            or error_kind(failure) is NavigationRefused  # brt's own refusal: the same next time
+            or (self.replay and error_kind(failure) is RequestFailed)  # missing from the replay HAR
             or failure in ("mixed-content", "csp")  # the browser's, decided by the page's own URL and headers
         ):
             self.refused.add(request.url.split("#", 1)[0])
@@ -173,7 +171,7 @@ async def fingerprint(
         "final_url": final_url,
         "status": response.status,
         "doc": shas[0],
-        "meta": _meta(headers),
+        "meta": fingerprint_headers(headers),
         "selector": selector,
         "javascript": javascript,
         "deps": {url: [r.status, sha] for (url, r), sha in zip(deps.items(), shas[1:], strict=True)},
@@ -193,17 +191,6 @@ def _first_url(response: Any) -> str:
     return request.url.split("#", 1)[0]
 
 
-def _meta(headers: dict[str, str]) -> dict[str, str]:
-    """The response headers that shape the stored record (content type, Last-Modified for last_updated) or
-    what the page's scripts may do (Content-Security-Policy)."""
-    out = {}
-    for key in ("content-type", "last-modified", "content-security-policy"):
-        for name, value in headers.items():
-            if name.lower() == key:
-                out[key] = value
-    return out
-
-
 def load_fingerprints(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """URL (requested and final) -> the newest fingerprint among stored or unchanged pages' events."""
     out: dict[str, dict[str, Any]] = {}
@@ -218,46 +205,54 @@ def load_fingerprints(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
     return out
 
 
-async def what_changed(h: Any, url: str, fp: dict[str, Any], deadline: float) -> str | None:
-    """None when the page's document and every recorded script/XHR response are byte-identical now (and
-    brt's own refusals still hold); else what differs."""
-    from urllib.parse import urlsplit
+@dataclass
+class Revalidator:
+    """Decides whether a stored page's inputs are unchanged, fetching them again without a browser: live with
+    the document ``fetcher`` (allowlist, SSRF ``guard`` and byte cap as for navigations), in a replay from the
+    ``replay_index``."""
 
-    if fp.get("v") != FINGERPRINT_VERSION:
-        return "fingerprint from another brt version"
-    if fp.get("javascript") != bool(h.settings.javascript):
-        return "javascript setting"
-    if fp.get("selector") != h.charter.selector_for(urlsplit(fp.get("final_url") or url).hostname):
-        return "selector"
-    source = h.replay_index if h.replay is not None else _LiveSource(h.session.fetcher)
-    doc = await source.get(url, deadline)
-    if doc is None:
-        return "document unavailable"
-    if doc[0] != fp.get("status") or doc[3] != fp.get("url"):
-        return f"document now HTTP {doc[0]} at {doc[3]}"
-    if doc[1] != fp.get("doc") or doc[2] != fp.get("meta"):
-        return "document"
-    deps: dict[str, list[Any]] = fp.get("deps") or {}
-    refused = [dep for dep, expected in deps.items() if list(expected)[1:] == [REFUSED]]
-    for dep in refused:
-        if not await _still_refused(h, dep):
-            return f"{dep} is no longer refused"
-    fetched = [dep for dep in deps if dep not in refused]
-    results = await asyncio.gather(*(source.get(dep, deadline) for dep in fetched))
-    for dep, got in zip(fetched, results, strict=True):
-        if got is None or [got[0], got[1]] != list(deps[dep]):
-            return dep
-    return None
+    charter: Charter
+    javascript: bool
+    fetcher: DocumentFetcher | None = None
+    guard: NetGuard | None = None
+    replay_index: ReplayIndex | None = None
 
+    async def what_changed(self, url: str, fp: dict[str, Any], deadline: float) -> str | None:
+        """None when the page's document and every recorded script/XHR response are byte-identical now (and
+        brt's own refusals still hold); else what differs."""
+        if fp.get("v") != FINGERPRINT_VERSION:
+            return "fingerprint from another brt version"
+        if fp.get("javascript") != bool(self.javascript):
+            return "javascript setting"
+        if fp.get("selector") != self.charter.selector_for(urlsplit(fp.get("final_url") or url).hostname):
+            return "selector"
+        source = self.replay_index if self.replay_index is not None else _LiveSource(self.fetcher)
+        doc = await source.get(url, deadline)
+        if doc is None:
+            return "document unavailable"
+        if doc[0] != fp.get("status") or doc[3] != fp.get("url"):
+            return f"document now HTTP {doc[0]} at {doc[3]}"
+        if doc[1] != fp.get("doc") or doc[2] != fp.get("meta"):
+            return "document"
+        deps: dict[str, list[Any]] = fp.get("deps") or {}
+        refused = [dep for dep, expected in deps.items() if list(expected)[1:] == [REFUSED]]
+        for dep in refused:
+            if not await self._still_refused(dep):
+                return f"{dep} is no longer refused"
+        fetched = [dep for dep in deps if dep not in refused]
+        results = await asyncio.gather(*(source.get(dep, deadline) for dep in fetched))
+        for dep, got in zip(fetched, results, strict=True):
+            if got is None or [got[0], got[1]] != list(deps[dep]):
+                return dep
+        return None
 
-async def _still_refused(h: Any, url: str) -> bool:
-    """Would brt refuse this request again (allowlist, internal address, missing from the replay HAR)?"""
-    if not h.charter.allows(url):
-        return True
-    if h.replay is not None:
-        return url.split("#", 1)[0] not in h.replay_index.entries
-    guard = getattr(h.session, "guard", None)
-    return guard is not None and await guard.check(url) is not None
+    async def _still_refused(self, url: str) -> bool:
+        """Would brt refuse this request again (allowlist, internal address, missing from the replay HAR)?"""
+        if not self.charter.allows(url):
+            return True
+        if self.replay_index is not None:
+            return url.split("#", 1)[0] not in self.replay_index.entries
+        return self.guard is not None and await self.guard.check(url) is not None
 
 
 class _LiveSource:
@@ -272,48 +267,4 @@ class _LiveSource:
         result = await self.fetcher.fetch(url, deadline=deadline)
         if result.kind != "ok":
             return None
-        return result.status, sha256_hex(result.body), _meta(dict(result.headers)), result.url
-
-
-class ReplayIndex:
-    """The replay HAR's responses by URL (the first entry of a URL, as Playwright's HAR router serves it),
-    hashed, with recorded redirects followed."""
-
-    def __init__(self, har: Path):
-        self.entries: dict[str, tuple[int, str, dict[str, str], str | None]] = {}
-        data = json.loads(Path(har).read_text(encoding="utf-8"))
-        for entry in data.get("log", {}).get("entries", []):
-            try:
-                request, response = entry["request"], entry["response"]
-                url = str(request["url"]).split("#", 1)[0]
-                if url in self.entries or request.get("method", "GET") != "GET":
-                    continue
-                status = int(response.get("status") or 0)
-                headers = {str(h["name"]).lower(): str(h["value"]) for h in response.get("headers", [])}
-                content = response.get("content") or {}
-                text = content.get("text") or ""
-                body = base64.b64decode(text) if content.get("encoding") == "base64" else text.encode("utf-8")
-                location = response.get("redirectURL") or headers.get("location")
-                target = urljoin(url, location) if 300 <= status < 400 and location else None
-                self.entries[url] = (status, sha256_hex(body), _meta(headers), target)
-            except (KeyError, TypeError, ValueError) as exc:
-                logger.debug("replay index: skipping an entry: %s", exc)
-
-    def sha(self, url: str) -> str | None:
-        """The sha256 of the body the HAR holds for ``url`` itself (no redirect followed)."""
-        entry = self.entries.get(url.split("#", 1)[0])
-        return entry[1] if entry is not None and entry[3] is None else None
-
-    async def get(self, url: str, deadline: float) -> tuple[int | None, str, dict[str, str], str] | None:
-        current = url.split("#", 1)[0]
-        for _ in range(11):
-            if time.monotonic() > deadline:
-                return None
-            entry = self.entries.get(current)
-            if entry is None:
-                return None
-            status, sha, meta, target = entry
-            if target is None:
-                return status, sha, meta, current
-            current = target.split("#", 1)[0]
-        return None
+        return result.status, sha256_hex(result.body), fingerprint_headers(dict(result.headers)), result.url

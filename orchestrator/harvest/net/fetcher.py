@@ -13,8 +13,8 @@ bytes arrive:
     result = await fetcher.fetch("https://example.com/", deadline=time.monotonic() + 30)
     result.kind   -> "ok" | "partial" | "blocked" | "too large" | "timeout" | "error"
 
-``netguard.route_navigation`` uses it for every navigation of a live harvest; the PDF path and the refresh
-check (``revalidate.py``) use it directly.
+``readers/playwright/routes.route_navigation`` uses it for every navigation of a live harvest; the PDF path and
+the refresh check (``revalidate.py``) use it directly.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class StreamDecoder:
 
 class DocumentFetcher:
     """Fetch one document with the checks above. ``allowed(url)`` is the charter's allowlist; ``guard`` the
-    SSRF guard (``netguard.NetGuard``) whose DNS answers are also the addresses connected to."""
+    SSRF guard (``guard.NetGuard``) whose DNS answers are also the addresses connected to."""
 
     def __init__(
         self,

@@ -23,17 +23,26 @@ import ipaddress
 import logging
 import os
 import socket
-from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["NetGuard", "classify_ip", "exact_allowed", "parse_resolver_rules", "resolver_rules_from_env"]
+__all__ = [
+    "NetGuard",
+    "classify_ip",
+    "exact_allowed",
+    "is_guard_reason",
+    "parse_resolver_rules",
+    "resolver_rules_from_env",
+]
 
 logger = logging.getLogger(__name__)
 
 #: Environment variable with Chromium-style resolver rules (``MAP evil.test 127.0.0.1, MAP b.test ::1``),
 #: given both to Chromium (``--host-resolver-rules``) and to the guard.
 RESOLVER_RULES_ENV = "BRT_HOST_RESOLVER_RULES"
+
+#: How the guard's refusals start (``NetGuard.check``): an event blocked for one of these reasons was refused by
+#: the SSRF guard, not by the allowlist.
+GUARD_PREFIXES = ("internal address", "cannot resolve")
 
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 _V6_ULA = ipaddress.ip_network("fc00::/7")
@@ -159,159 +168,6 @@ class NetGuard:
         return None
 
 
-# Playwright abort codes for the fetcher's network errors (the browser then reports the same net::ERR_*).
-_ABORT_CODES = {
-    "ERR_CONNECTION_REFUSED": "connectionrefused",
-    "ERR_CONNECTION_RESET": "connectionreset",
-    "ERR_CONNECTION_CLOSED": "connectionclosed",
-    "ERR_EMPTY_RESPONSE": "connectionclosed",
-    "ERR_NAME_NOT_RESOLVED": "namenotresolved",
-    "ERR_CONNECTION_FAILED": "connectionfailed",
-}
-
-
-async def route_navigation(
-    route: Any,
-    fetcher: Any,
-    block: Callable[[str, str], None],
-    har_entries: list[dict[str, Any]] | None,
-    *,
-    deadline: float,
-    partial_ok_after: float | None,
-) -> Any:
-    """Answer a navigation request with a document brt fetched itself (``fetcher.DocumentFetcher``).
-
-    Redirects are not shown to Playwright's route handlers (the browser follows them itself), so the fetcher
-    follows them hop by hop and checks every target (allowlist, scheme, internal address) before anything is
-    sent to it. A chain that passes ends in a single redirect to its final URL, which the browser then asks
-    for (answered from the fetched result, not fetched twice); a target that fails is aborted and reported
-    with ``block(url, reason)``. A body past the byte cap is aborted; one still arriving at
-    ``partial_ok_after`` is handed over as it stands. Returns the ``FetchResult``."""
-    request = route.request
-    url = request.url
-    result = fetcher.take(url)
-    if result is None:
-        try:
-            headers = await request.all_headers()
-        except Exception:  # noqa: BLE001 - the request's frame went away
-            headers = dict(request.headers)
-        result = await fetcher.fetch(
-            url,
-            deadline=deadline,
-            method=request.method,
-            headers=headers,
-            body=request.post_data_buffer,
-            partial_ok_after=partial_ok_after,
-        )
-    if result.kind == "blocked":
-        logger.info("blocked navigation to %s (%s)", result.url, result.reason)
-        block(result.url, result.reason or "blocked")
-        if har_entries is not None and len(result.hops) >= 1 and result.status is not None:
-            har_entries.append(_har_entry(request.method, result.hops[-1], result, result.url))
-        await _safe(route.abort("blockedbyclient"))
-        return result
-    if result.kind in ("ok", "partial"):
-        if len(result.hops) > 1 and result.hops[-1] != url:
-            # every hop was checked: send the browser straight to the final URL (one redirect it follows
-            # itself), and keep the final response for that request
-            fetcher.stash(result.hops[-1], result)
-            await _safe(route.fulfill(status=302, headers={"location": result.hops[-1]}, body=""))
-            return result
-        from .downloads import fulfill_navigation
-
-        await _safe(fulfill_navigation(route, result.status or 200, _header_dict(result.headers), result.body))
-        return result
-    if result.kind == "too large":
-        logger.info("%s: %s", url, result.reason)
-        await _safe(route.abort("blockedbyresponse"))
-        return result
-    if result.kind == "timeout":
-        logger.info("%s: %s", url, result.reason)
-        await _safe(route.abort("timedout"))
-        return result
-    code = next((c for marker, c in _ABORT_CODES.items() if marker in (result.reason or "")), "failed")
-    logger.info("navigation to %s failed: %s", url, result.reason)
-    await _safe(route.abort(code))
-    return result
-
-
-def _header_dict(headers: list[tuple[str, str]]) -> dict[str, str]:
-    """Response headers for ``route.fulfill``: repeated Set-Cookie lines joined by newlines (how Playwright
-    splits them back), other repeated headers by commas."""
-    out: dict[str, str] = {}
-    for name, value in headers:
-        key = name.lower()
-        if key in out:
-            out[key] += ("\n" if key == "set-cookie" else ", ") + value
-        else:
-            out[key] = value
-    return out
-
-
-async def _safe(awaitable: Any) -> None:
-    from playwright.async_api import Error as PlaywrightError
-
-    try:
-        await awaitable
-    except PlaywrightError as exc:  # the page went away meanwhile (timeout, closed)
-        logger.debug("route already handled: %s", exc)
-
-
-def _har_entry(method: str, url: str, response: Any, target: str) -> dict[str, Any]:
-    """Keep the refused redirect for the HAR (the browser never saw it, so Playwright does not record it): a
-    replay of the HAR then meets the same redirect and refuses it the same way."""
-    from datetime import datetime, timezone
-
-    return {
-        "startedDateTime": datetime.now(timezone.utc).isoformat(),
-        "time": 0,
-        "request": {
-            "method": method,
-            "url": url,
-            "httpVersion": "HTTP/1.1",
-            "cookies": [],
-            "headers": [],
-            "queryString": [],
-            "headersSize": -1,
-            "bodySize": 0,
-        },
-        "response": {
-            "status": response.status,
-            "statusText": response.status_text or "",
-            "httpVersion": "HTTP/1.1",
-            "cookies": [],
-            "headers": [{"name": k, "value": v} for k, v in response.headers],
-            "content": {"size": 0, "mimeType": response.header("content-type") or "text/html", "text": ""},
-            "redirectURL": target,
-            "headersSize": -1,
-            "bodySize": 0,
-        },
-        "cache": {},
-        "timings": {"send": 0, "wait": 0, "receive": 0},
-    }
-
-
-def add_har_entries(har_path: Any, entries: list[dict[str, Any]]) -> None:
-    """Add ``entries`` to the HAR file (replacing recorded entries of the same URL that have no response)."""
-    import json
-    from pathlib import Path
-
-    if not entries:
-        return
-    path = Path(har_path)
-    try:
-        har = json.loads(path.read_text(encoding="utf-8"))
-        log = har["log"]
-    except (OSError, ValueError, KeyError) as exc:
-        logger.warning("cannot add refused redirects to %s: %s", path, exc)
-        return
-    urls = {e["request"]["url"] for e in entries}
-    kept = [
-        e
-        for e in log.get("entries", [])
-        if not (e.get("request", {}).get("url") in urls and int(e.get("response", {}).get("status") or 0) <= 0)
-    ]
-    log["entries"] = kept + entries
-    tmp = path.with_suffix(".har.tmp")
-    tmp.write_text(json.dumps(har), encoding="utf-8")
-    tmp.replace(path)
+def is_guard_reason(reason: str | None) -> bool:
+    """Whether ``reason`` is one of the guard's refusals."""
+    return bool(reason) and str(reason).startswith(GUARD_PREFIXES)

@@ -1,5 +1,6 @@
 """Politeness and retries for the harvest: per-domain concurrency cap and minimum delay, exponential backoff
-on 429/503 honouring ``Retry-After`` (capped at 60 s), which retries to make, and robots.txt via Protego.
+on 429/503 honouring ``Retry-After`` (capped at 60 s), which retries to make, and robots.txt via Protego
+(``Robots``: the rules of each origin, fetched once per harvest by whichever reader asks first).
 
     polite = Politeness(per_domain=2, min_delay_s=0.0)
     async with polite.slot(host):          # waits for a free slot and for the host's delay
@@ -15,19 +16,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from ...errors import NetworkError, error_kind
 
 __all__ = [
     "MAX_BACKOFF_S",
     "MAX_RETRIES",
     "RETRY_STATUSES",
+    "ROBOTS_AGENT",
     "Politeness",
+    "Robots",
     "RobotsRules",
     "backoff_delay",
     "parse_retry_after",
+    "retry_after",
+    "retryable",
     "should_retry",
 ]
 
@@ -40,6 +49,8 @@ MAX_BACKOFF_S = 60.0
 #: First backoff step (doubled on every further error).
 BASE_BACKOFF_S = 0.5
 _THROTTLE_STATUSES = (429, 503)
+#: The user-agent token whose robots.txt rules brt follows.
+ROBOTS_AGENT = "brt"
 
 
 def should_retry(status: int | None, network_error: bool = False) -> bool:
@@ -63,6 +74,24 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from a response's ``Retry-After`` header (None when absent or unparsable)."""
+    for key, value in headers.items():
+        if key.lower() == "retry-after":
+            return parse_retry_after(value)
+    return None
+
+
+def retryable(event: Any) -> bool:
+    """Whether a failed attempt (a ``HarvestEvent``) is worth another: a retryable status, or no status and a
+    network error."""
+    if event.outcome != "failed":
+        return False
+    if event.status is not None:
+        return should_retry(event.status)
+    return error_kind(event.reason) is NetworkError
 
 
 def backoff_delay(attempt: int, retry_after: float | None = None, *, base: float = BASE_BACKOFF_S) -> float:
@@ -161,3 +190,34 @@ class RobotsRules:
             return None
         delay = self._rp.crawl_delay(agent)
         return float(delay) if delay else None
+
+
+class Robots:
+    """The robots.txt rules of each origin a harvest visits, fetched once (``fetch(origin)`` gives the body of
+    ``<origin>/robots.txt``, or None when there is none), and the ``Crawl-delay`` they set on ``polite``."""
+
+    def __init__(self, polite: Politeness) -> None:
+        self.polite = polite
+        self.rules: dict[str, RobotsRules] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def allowed(self, url: str, fetch: Callable[[str], Awaitable[str | None]]) -> bool:
+        """Whether robots.txt lets brt fetch ``url`` (its origin's rules fetched on first use)."""
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if origin not in self.rules:
+            body = await fetch(origin)
+            self.rules[origin] = RobotsRules(body)
+            self.polite.set_crawl_delay(parts.hostname or "", self.rules[origin].crawl_delay(ROBOTS_AGENT))
+        return self.rules[origin].allowed(url, ROBOTS_AGENT)
+
+    async def ensure(self, url: str, fetch: Callable[[str], Awaitable[str | None]]) -> None:
+        """Fetch the origin's rules once, even when several tabs start on the origin at once (its Crawl-delay
+        must be known before the first request's politeness slot)."""
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if origin in self.rules:
+            return
+        async with self._locks.setdefault(origin, asyncio.Lock()):
+            if origin not in self.rules:
+                await self.allowed(url, fetch)

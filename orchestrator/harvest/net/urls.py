@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from .charter import url_allowed
+from ...charter import url_allowed
 
 __all__ = ["canonical_url", "filter_links", "is_http_url"]
 
