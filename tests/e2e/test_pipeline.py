@@ -1,5 +1,5 @@
 """End to end through the CLI (in-process, so the model loads once): harvest -> search -> synthesize -> clean,
-against the local fixture site, with real Chromium, a real LanceDB store and the real model."""
+against the local ``pages`` site, with real Chromium, a real LanceDB store and the real model; and ``brt demo``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 import re
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
@@ -23,35 +22,34 @@ GAP_RE = re.compile(
 )
 
 
-def write_charter(tmp_path, site, *, persist=False, charter_id="e2e_site"):
-    data = {
-        "id": charter_id,
-        "title": "Harbour research",
-        "goal": "What does the harbour site say about its lighthouse and tides?",
-        "allowed_domains": ["127.0.0.1"],
-        "seeds": [site.url("index.html")],
-        "outputs": {
-            "doc": "out/report.md",
-            "sections": [
-                {
-                    "title": "Lighthouse lamp",
-                    "label": "Lamp",
-                    "question": "When was the lighthouse lamp converted to electricity?",
-                },
-                {"title": "Tides", "question": "How high do spring tides reach in the harbour?"},
-                {
-                    "title": "Cryptocurrency",
-                    "label": "Crypto",
-                    "question": "What is the current price of bitcoin in euros?",
-                },
-            ],
-        },
-        "harvest": {"max_pages": 20, "max_depth": 1, "concurrency": 2, "timeout_s": 10},
-        "memory": {"persist": persist},
-    }
-    path = tmp_path / "charter.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+SECTIONS = [
+    {
+        "title": "Lighthouse lamp",
+        "label": "Lamp",
+        "question": "When was the lighthouse lamp converted to electricity?",
+    },
+    {"title": "Tides", "question": "How high do spring tides reach in the harbour?"},
+    {
+        "title": "Cryptocurrency",
+        "label": "Crypto",
+        "question": "What is the current price of bitcoin in euros?",
+    },
+]
+
+
+def write_charter(make_charter, site, *, persist=False, charter_id="e2e_site"):
+    """The charter file of these runs (``make_charter`` writes it as YAML)."""
+    return make_charter(
+        site,
+        path="charter.yaml",
+        charter_id=charter_id,
+        title="Harbour research",
+        goal="What does the harbour site say about its lighthouse and tides?",
+        outputs={"doc": "out/report.md"},
+        sections=SECTIONS,
+        memory={"persist": persist},
+        max_pages=20,
+    ).source
 
 
 def run(*args):
@@ -59,8 +57,10 @@ def run(*args):
     return result
 
 
-def test_harvest_search_synthesize_clean(local_site, brt_home, embedder, tmp_path):
-    charter = write_charter(tmp_path, local_site)
+@pytest.mark.browser
+def test_harvest_search_synthesize_clean(local_site, make_charter, brt_home, embedder, tmp_path):
+    site = local_site()
+    charter = write_charter(make_charter, site)
 
     r = run("harvest", charter)
     assert r.exit_code == 0, r.output
@@ -84,7 +84,7 @@ def test_harvest_search_synthesize_clean(local_site, brt_home, embedder, tmp_pat
     assert lamp, md
     assert [int(m["n"]) for m in lamp] == list(range(1, len(lamp) + 1))
     assert any("1953" in m["quote"] for m in lamp)
-    assert all(m["url"].startswith(f"127.0.0.1:{local_site.port}/") for m in lamp)
+    assert all(m["url"].startswith(f"127.0.0.1:{site.port}/") for m in lamp)
     assert any(m["label"] == "Tides" for m in map(EVIDENCE_RE.match, lines) if m)
     gaps = [m for m in map(GAP_RE.match, lines) if m]
     assert [g["label"] for g in gaps] == ["Crypto"], md
@@ -125,8 +125,10 @@ def test_harvest_search_synthesize_clean(local_site, brt_home, embedder, tmp_pat
     assert r.exit_code == 1 and "brt harvest" in r.output
 
 
-def test_persist_keeps_store_and_status(local_site, brt_home, embedder, tmp_path):
-    charter = write_charter(tmp_path, local_site, persist=True, charter_id="e2e_persist")
+@pytest.mark.browser
+def test_persist_keeps_store_and_status(local_site, make_charter, brt_home, embedder, tmp_path):
+    site = local_site()
+    charter = write_charter(make_charter, site, persist=True, charter_id="e2e_persist")
     assert run("harvest", charter).exit_code == 0
     r = run("status", charter, "--json")
     assert r.exit_code == 0, r.output
@@ -141,14 +143,16 @@ def test_persist_keeps_store_and_status(local_site, brt_home, embedder, tmp_path
 
 
 @pytest.mark.parametrize("command", ["search", "synthesize", "clean"])
-def test_never_harvested_is_a_clear_exit_1(brt_home, tmp_path, local_site, command):
-    charter = write_charter(tmp_path, local_site, charter_id="never")
+def test_never_harvested_is_a_clear_exit_1(brt_home, tmp_path, local_site, make_charter, command):
+    site = local_site()
+    charter = write_charter(make_charter, site, charter_id="never")
     args = [command, charter] + (["q"] if command == "search" else [])
     r = run(*args)
     assert r.exit_code == 1
     assert "never harvested" in r.output and "brt harvest" in r.output
 
 
+@pytest.mark.browser
 def test_demo_command(brt_home, embedder):
     r = run("demo")
     assert r.exit_code == 0, r.output

@@ -1,46 +1,23 @@
 """Harvest hardening (issue 6, item 8): downloads and background traffic. Navigations that trigger a download
 write 0 bytes to disk; service workers are blocked; WebSockets to hosts not on the allowlist are blocked (and
-every WebSocket with --replay). Real Chromium against local servers on 127.0.0.1 only (tests/fixtures_background.py
-for pages, tests/fixtures_ws.py for WebSockets); ``localhost`` is loopback too, so nothing leaves the machine."""
+every WebSocket with --replay). Real Chromium against local sites on 127.0.0.1 only (``local_site("background")``
+for pages, ``local_site("websocket")`` for WebSockets); ``localhost`` is loopback too, so nothing leaves the
+machine."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from orchestrator.charter import parse_charter
 from orchestrator.config import open_memory
-from orchestrator.downloads import download_reason
 from orchestrator.harvest import harvest
-from tests.fixtures_background import DiskWatch, WriteWatch, start_background_server
-from tests.fixtures_ws import start_wsserver
+from tests.sites.background import DiskWatch, WriteWatch
 
-needs_chromium = pytest.mark.skipif(
-    shutil.which("chromium") is None and not os.environ.get("BRT_BROWSER"), reason="needs Chromium"
-)
-
-
-@pytest.fixture
-def bgserver():
-    srv = start_background_server()
-    try:
-        yield srv
-    finally:
-        srv.stop()
-
-
-@pytest.fixture
-def wsserver():
-    srv = start_wsserver()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
@@ -49,7 +26,7 @@ def loopback_websockets(monkeypatch):
     page's address and treats it as public: its Local Network Access checks then refuse any WebSocket to a
     loopback or private address before brt's guard is asked. Lift that Chromium check for these tests, so that
     what they see is brt's own decision (allowlist and SSRF guard) on sockets to 127.0.0.1 and localhost."""
-    import orchestrator.browser as browser
+    import orchestrator.harvest.launch as browser
 
     monkeypatch.setattr(
         browser, "LAUNCH_ARGS", [*browser.LAUNCH_ARGS, "--disable-features=LocalNetworkAccessChecksWebSockets"]
@@ -73,16 +50,8 @@ def isolated_dirs(tmp_path, monkeypatch):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _charter(seeds: list[str], charter_id: str, allowed: tuple[str, ...] = ("127.0.0.1",)):
-    return parse_charter(
-        {
-            "id": charter_id,
-            "title": "Background traffic",
-            "allowed_domains": list(allowed),
-            "seeds": seeds,
-            "harvest": {"max_pages": 10, "max_depth": 0, "concurrency": 2, "timeout_s": 10},
-        }
-    )
+#: The charter of these harvests (``make_charter`` options).
+CHARTER = {"title": "Background traffic", "goal": None, "max_pages": 10, "max_depth": 0, "concurrency": 2}
 
 
 def _downloads_dir() -> Path | None:
@@ -107,32 +76,20 @@ def _run_watched(srv, charter, tmp_path: Path, tmp: Path, cwd: Path):
 # -- unit ----------------------------------------------------------------------------------------------------
 
 
-def test_download_reason():
-    assert download_reason({"content-type": "text/html"}) is None
-    assert download_reason({"content-type": "text/html; charset=utf-8"}) is None
-    assert download_reason({"content-type": "image/png"}) is None
-    assert download_reason({}, b"<!doctype html><p>hi") is None
-    attachment = {"content-type": "text/html", "content-disposition": 'attachment; filename="a.html"'}
-    assert download_reason(attachment) == "Content-Disposition: attachment"
-    assert download_reason({"content-disposition": "inline", "content-type": "text/html"}) is None
-    assert download_reason({"content-type": "application/octet-stream"}) == "Content-Type: application/octet-stream"
-    assert download_reason({"content-type": "application/pdf"}) == "Content-Type: application/pdf"
-    assert download_reason({"content-type": "application/zip"}) is not None
-    assert download_reason({}, b"PK\x03\x04\x00\x00") == "binary body without Content-Type"
-
-
 # -- end to end ----------------------------------------------------------------------------------------------
 
 
-@needs_chromium
-def test_download_navigations_write_zero_bytes(bgserver, brt_home, embedder, isolated_dirs, tmp_path):
+def test_download_navigations_write_zero_bytes(local_site, make_charter, brt_home, embedder, isolated_dirs, tmp_path):
     """A seed answered with Content-Disposition: attachment and one with application/octet-stream (300 KB of
     random bytes each): skipped as downloads, the harvest goes on, and not one byte of either reaches a file
     (Playwright's artifacts and profile folders, Chromium's temporary files, BRT_HOME with its HAR, the cwd,
     ~/Downloads)."""
+    bgserver = local_site("background")
     srv = bgserver
     tmp, cwd = isolated_dirs
-    charter = _charter([srv.url("attach.html"), srv.url("blob.bin"), srv.url("page.html")], "downloads")
+    charter = make_charter(
+        [srv.url("attach.html"), srv.url("blob.bin"), srv.url("page.html")], charter_id="downloads", **CHARTER
+    )
     mem = open_memory(charter)
     report, disk, writes, new_downloads = _run_watched(srv, charter, tmp_path, tmp, cwd)
     ev = {e["url"]: e for e in report.events}
@@ -163,18 +120,18 @@ def test_download_navigations_write_zero_bytes(bgserver, brt_home, embedder, iso
         assert [f for f in folder.rglob("*") if f.is_file()] == []
 
 
-@needs_chromium
 def test_download_bytes_reach_disk_without_withholding(
-    bgserver, brt_home, embedder, isolated_dirs, tmp_path, monkeypatch
+    local_site, make_charter, brt_home, embedder, isolated_dirs, tmp_path, monkeypatch
 ):
     """The control for the test above (and why orchestrator/downloads.py exists): when the body of a download
     reaches Chromium, Chromium writes it to a temporary file in TMPDIR although the context denies downloads."""
-    import orchestrator.downloads as downloads
+    bgserver = local_site("background")
+    import orchestrator.harvest.downloads as downloads
 
     monkeypatch.setattr(downloads, "download_reason", lambda headers, head=None: None)
     srv = bgserver
     tmp, cwd = isolated_dirs
-    charter = _charter([srv.url("attach.html"), srv.url("blob.bin")], "downloads_control")
+    charter = make_charter([srv.url("attach.html"), srv.url("blob.bin")], charter_id="downloads_control", **CHARTER)
     report, disk, writes, _new = _run_watched(srv, charter, tmp_path, tmp, cwd)
     assert {e["outcome"] for e in report.events} == {"skipped"}
     written = {p for p in writes.written if Path(p).name.startswith(".org.chromium.Chromium.")}
@@ -182,10 +139,10 @@ def test_download_bytes_reach_disk_without_withholding(
     assert written, writes.written
 
 
-@needs_chromium
-def test_service_worker_never_registered(bgserver, brt_home, embedder):
+def test_service_worker_never_registered(local_site, make_charter, brt_home, embedder):
+    bgserver = local_site("background")
     srv = bgserver
-    charter = _charter([srv.url("sw.html")], "service_workers")
+    charter = make_charter([srv.url("sw.html")], charter_id="service_workers", **CHARTER)
     mem = open_memory(charter)
     report = harvest(charter)
     event = report.events[0]
@@ -198,13 +155,14 @@ def test_service_worker_never_registered(bgserver, brt_home, embedder):
     assert "Service worker outcome: script did not run." not in page.text  # the script ran, and got nowhere
 
 
-@needs_chromium
-def test_websockets_only_to_allowed_hosts(bgserver, wsserver, brt_home, embedder, loopback_websockets):
+def test_websockets_only_to_allowed_hosts(local_site, make_charter, brt_home, embedder, loopback_websockets):
     """The charter allows 127.0.0.1 exactly: ws://127.0.0.1 connects, ws://localhost (same server, loopback)
     is closed before it reaches the server and listed in the page's event. With --replay no socket connects."""
+    bgserver = local_site("background")
+    wsserver = local_site("websocket")
     srv, ws = bgserver, wsserver
     url = srv.url(f"ws.html?port={ws.port}")
-    charter = _charter([url], "websockets")
+    charter = make_charter([url], charter_id="websockets", **CHARTER)
     mem = open_memory(charter)
     report = harvest(charter)
     event = report.events[0]
@@ -217,18 +175,19 @@ def test_websockets_only_to_allowed_hosts(bgserver, wsserver, brt_home, embedder
     assert "Socket allowed opened and received hello." in text, text
     assert "Socket refused" in text and "closed with code 1008" in text, text
 
-    replayed = harvest(_charter([url], "websockets_replay"), replay=report.har_path)
+    replayed = harvest(make_charter([url], charter_id="websockets_replay", **CHARTER), replay=report.har_path)
     event = replayed.events[0]
     assert event["outcome"] == "stored", event
     assert ws.total() == 1  # nothing new reached the server
     assert {ws.url("127.0.0.1"), ws.url("localhost")} <= set(event["blocked_requests"]), event
 
 
-@needs_chromium
-def test_websocket_refusals_are_recorded_as_websocket(bgserver, wsserver, tmp_path, monkeypatch, loopback_websockets):
+def test_websocket_refusals_are_recorded_as_websocket(local_site, tmp_path, monkeypatch, loopback_websockets):
     """The session records a refused socket as a BlockedRequest of resource type "websocket" on its page; the
     SSRF guard applies too (a name mapped to loopback is refused unless named exactly)."""
-    from orchestrator.browser import open_browser
+    bgserver = local_site("background")
+    wsserver = local_site("websocket")
+    from orchestrator.harvest.readers.playwright import open_browser
 
     ws = wsserver
     monkeypatch.setenv("BRT_HOST_RESOLVER_RULES", "MAP evil.test 127.0.0.1")

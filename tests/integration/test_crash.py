@@ -5,8 +5,6 @@ renderer leak). Real Chromium, real LanceDB in a temp folder, the real model; a 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import threading
 import time
 from collections import Counter
@@ -14,36 +12,29 @@ from collections import Counter
 import psutil
 import pytest
 
-from orchestrator.charter import parse_charter
-from orchestrator.clean import har_files, merge_hars
 from orchestrator.config import open_memory
-from orchestrator.crash import BROWSER_CRASHED, MAX_RELAUNCHES, PAGE_CRASHED
 from orchestrator.errors import BrowserCrashed
 from orchestrator.harvest import harvest
-from orchestrator.storecheck import check_store
-from tests.fixtures_crash import browser_processes, chromium_processes, kill_browser, start_slow_site
+from orchestrator.harvest.crash import BROWSER_CRASHED, MAX_RELAUNCHES, PAGE_CRASHED
+from orchestrator.harvest.har import har_files, merge_hars
+from tests.sites.slow import browser_processes, chromium_processes, kill_browser
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("chromium") is None and not os.environ.get("BRT_BROWSER"), reason="needs Chromium"
-)
+pytestmark = pytest.mark.browser
 
 
-def _charter(site, charter_id: str, *, max_pages: int = 100, concurrency: int = 4, per_domain: int = 2):
-    return parse_charter(
-        {
-            "id": charter_id,
-            "title": "Slow site",
-            "allowed_domains": ["127.0.0.1"],
-            "seeds": [site.url("index.html")],
-            "harvest": {
-                "max_pages": max_pages,
-                "max_depth": 1,
-                "concurrency": concurrency,
-                "per_domain_concurrency": per_domain,
-                "timeout_s": 15,
-            },
-            "memory": {"use_concept_index": False},
-        }
+def _charter(make_charter, site, charter_id: str, *, max_pages=100, concurrency=4, per_domain=2):
+    """The slow site's charter (``make_charter`` with this file's settings)."""
+    return make_charter(
+        site,
+        charter_id=charter_id,
+        title="Slow site",
+        goal=None,
+        memory={"use_concept_index": False},
+        max_pages=max_pages,
+        max_depth=1,
+        concurrency=concurrency,
+        per_domain_concurrency=per_domain,
+        timeout_s=15,
     )
 
 
@@ -95,15 +86,17 @@ def _stored_once(mem, run_events: list[dict]) -> None:
     assert len(stored) == len(set(stored)) == len(pages)
     per_url = Counter(e["url"] for e in run_events)
     assert max(per_url.values()) == 1  # one event per URL attempted
-    check = check_store(mem)
+    check = mem.check()
     assert check.ok, check.problems
 
 
-def test_browser_killed_mid_harvest_is_relaunched_and_only_pages_in_flight_are_retried(brt_home, embedder, tmp_path):
-    site = start_slow_site(pages=20, delay_s=1.0)
+def test_browser_killed_mid_harvest_is_relaunched_and_only_pages_in_flight_are_retried(
+    local_site, make_charter, brt_home, embedder, tmp_path
+):
+    site = local_site("slow", pages=20, delay_s=1.0)
     baseline = len(chromium_processes())
     try:
-        charter = _charter(site, "crash_once")
+        charter = _charter(make_charter, site, "crash_once")
         mem = open_memory(charter)
         killer = _Killer(site, times=1, after_hits=6)
         killer.start()
@@ -150,11 +143,11 @@ def test_browser_killed_mid_harvest_is_relaunched_and_only_pages_in_flight_are_r
     assert _wait_for_baseline(baseline) == baseline
 
 
-def test_browser_killed_four_times_stops_after_three_relaunches(brt_home, embedder):
-    site = start_slow_site(pages=80, delay_s=0.8)  # more than the harvest reaches before the 4th kill
+def test_browser_killed_four_times_stops_after_three_relaunches(local_site, make_charter, brt_home, embedder):
+    site = local_site("slow", pages=80, delay_s=0.8)  # more than the harvest reaches before the 4th kill
     baseline = len(chromium_processes())
     try:
-        charter = _charter(site, "crash_often", concurrency=3)
+        charter = _charter(make_charter, site, "crash_often", concurrency=3)
         mem = open_memory(charter)
         killer = _Killer(site, times=MAX_RELAUNCHES + 1, after_hits=3)
         killer.start()
@@ -180,11 +173,11 @@ def test_browser_killed_four_times_stops_after_three_relaunches(brt_home, embedd
     assert _wait_for_baseline(baseline) == baseline
 
 
-def test_harvest_leaves_no_chromium_process_behind(brt_home, embedder):
+def test_harvest_leaves_no_chromium_process_behind(local_site, make_charter, brt_home, embedder):
     """About 100 pages and 30 text files (each file skipped, so its tab is closed and replaced): the count of
     Chromium processes stays flat while tabs are opened and replaced, and is back to its baseline after the harvest
     (no renderer leak)."""
-    site = start_slow_site(pages=100, delay_s=0.0, files=30)
+    site = local_site("slow", pages=100, delay_s=0.0, files=30)
     baseline = len(chromium_processes())
     samples: list[tuple[int, int]] = []  # (requests so far, Chromium processes)
     done = threading.Event()
@@ -196,7 +189,7 @@ def test_harvest_leaves_no_chromium_process_behind(brt_home, embedder):
 
     sampler = threading.Thread(target=sample, daemon=True)
     try:
-        charter = _charter(site, "no_leak", max_pages=200, per_domain=4)
+        charter = _charter(make_charter, site, "no_leak", max_pages=200, per_domain=4)
         mem = open_memory(charter)
         sampler.start()
         report = harvest(charter, memory=mem)
@@ -212,8 +205,8 @@ def test_harvest_leaves_no_chromium_process_behind(brt_home, embedder):
     assert _wait_for_baseline(baseline) == baseline
 
 
-def test_renderer_killed_mid_harvest_replaces_the_page_without_a_relaunch(brt_home, embedder):
-    site = start_slow_site(pages=12, delay_s=1.0)
+def test_renderer_killed_mid_harvest_replaces_the_page_without_a_relaunch(local_site, make_charter, brt_home, embedder):
+    site = local_site("slow", pages=12, delay_s=1.0)
     killed: list[int] = []
 
     def kill_renderers() -> None:
@@ -229,7 +222,7 @@ def test_renderer_killed_mid_harvest_replaces_the_page_without_a_relaunch(brt_ho
                 continue
 
     try:
-        charter = _charter(site, "renderer_crash")
+        charter = _charter(make_charter, site, "renderer_crash")
         mem = open_memory(charter)
         killer = threading.Thread(target=kill_renderers, daemon=True)
         killer.start()
@@ -245,9 +238,11 @@ def test_renderer_killed_mid_harvest_replaces_the_page_without_a_relaunch(brt_ho
     assert crashed and all(len(e["attempts"]) == 2 and e["outcome"] == "stored" for e in crashed)
 
 
-def test_attached_browser_that_goes_away_is_not_relaunched(brt_home, embedder, debug_chromium):
+def test_attached_browser_that_goes_away_is_not_relaunched(
+    local_site, make_charter, brt_home, embedder, debug_chromium
+):
     endpoint, proc = debug_chromium
-    site = start_slow_site(pages=12, delay_s=1.0)
+    site = local_site("slow", pages=12, delay_s=1.0)
 
     def kill_it() -> None:
         while site.page_hits() < 3:
@@ -255,7 +250,7 @@ def test_attached_browser_that_goes_away_is_not_relaunched(brt_home, embedder, d
         proc.kill()
 
     try:
-        charter = _charter(site, "attached_crash")
+        charter = _charter(make_charter, site, "attached_crash")
         mem = open_memory(charter)
         killer = threading.Thread(target=kill_it, daemon=True)
         killer.start()
@@ -272,8 +267,8 @@ def test_attached_browser_that_goes_away_is_not_relaunched(brt_home, embedder, d
     _stored_once(mem, [e for e in mem.events() if e.get("type", "harvest_event") == "harvest_event"])
 
 
-def test_browser_that_cannot_be_relaunched_stops_the_harvest(brt_home, embedder, monkeypatch):
-    import orchestrator.browser as browser_mod
+def test_browser_that_cannot_be_relaunched_stops_the_harvest(local_site, make_charter, brt_home, embedder, monkeypatch):
+    import orchestrator.harvest.readers.playwright.browser as browser_mod
     from orchestrator.errors import BrowserNotFound
 
     real_start = browser_mod._start_session
@@ -286,10 +281,10 @@ def test_browser_that_cannot_be_relaunched_stops_the_harvest(brt_home, embedder,
         await real_start(session)
 
     monkeypatch.setattr(browser_mod, "_start_session", start_once)
-    site = start_slow_site(pages=12, delay_s=1.0)
+    site = local_site("slow", pages=12, delay_s=1.0)
     baseline = len(chromium_processes())
     try:
-        charter = _charter(site, "no_relaunch")
+        charter = _charter(make_charter, site, "no_relaunch")
         mem = open_memory(charter)
         killer = _Killer(site, times=1, after_hits=3)
         killer.start()
@@ -306,24 +301,26 @@ def test_browser_that_cannot_be_relaunched_stops_the_harvest(brt_home, embedder,
     assert _wait_for_baseline(baseline) == baseline
 
 
-def test_browser_killed_before_the_first_tab_opens_is_relaunched(brt_home, embedder, monkeypatch):
-    from orchestrator import harvest as harvest_module
+def test_browser_killed_before_the_first_tab_opens_is_relaunched(
+    local_site, make_charter, brt_home, embedder, monkeypatch
+):
+    from orchestrator.harvest.crawl import Crawl
 
-    site = start_slow_site(pages=5, delay_s=0.1)
+    site = local_site("slow", pages=5, delay_s=0.1)
     before = {p.pid for p in browser_processes()}
     killed: list[int] = []
-    crawl = harvest_module._Harvest._crawl
+    crawl = Crawl.breadth_first
 
-    async def crawl_in_a_dead_browser(self, session):
+    async def crawl_in_a_dead_browser(self):
         # The browser dies after launch, before any tab of the harvest exists.
         browser = next(p for p in browser_processes() if p.pid not in before)
         assert kill_browser(browser)
         killed.append(browser.pid)
-        return await crawl(self, session)
+        return await crawl(self)
 
-    monkeypatch.setattr(harvest_module._Harvest, "_crawl", crawl_in_a_dead_browser)
+    monkeypatch.setattr(Crawl, "breadth_first", crawl_in_a_dead_browser)
     try:
-        charter = _charter(site, "crash_first_tab", concurrency=2)
+        charter = _charter(make_charter, site, "crash_first_tab", concurrency=2)
         mem = open_memory(charter)
         report = harvest(charter, memory=mem)
     finally:

@@ -4,22 +4,18 @@ Chromium the test starts with --remote-debugging-port), both against the local f
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
 from orchestrator.config import open_memory
-from orchestrator.devtools_mcp import (
-    DevtoolsMcpBrowser,
-    DevtoolsMcpError,
-    DevtoolsMcpNotFound,
-    allowed_url_patterns,
-    find_devtools_mcp,
-)
 from orchestrator.errors import BrowserNotFound
 from orchestrator.harvest import harvest
-from tests.fixtures_site import page
+from orchestrator.harvest.readers.devtools_mcp.client import (
+    DevtoolsMcpNotFound,
+    find_devtools_mcp,
+)
+from tests.sites.pages import page
 
 
 def _devtools_mcp_or_skip() -> None:
@@ -35,60 +31,15 @@ def outcomes(report) -> dict[str, tuple[str, str | None]]:
     return {e["url"]: (e["outcome"], e["reason"]) for e in report.events}
 
 
-def test_allowed_url_patterns():
-    assert allowed_url_patterns(["127.0.0.1", "web.dev"]) == [
-        "http://127.0.0.1:*/*",
-        "https://127.0.0.1:*/*",
-        "http://web.dev:*/*",
-        "http://*.web.dev:*/*",
-        "https://web.dev:*/*",
-        "https://*.web.dev:*/*",
-    ]
-
-
-class _ScriptedMcp(DevtoolsMcpBrowser):
-    """chrome-devtools-mcp's answers scripted, for the retry logic alone (no process is started)."""
-
-    def __init__(self, evaluate_answers: list[tuple[bool, str]]):
-        super().__init__(["127.0.0.1"])
-        self._session = object()  # "running"
-        self.evaluate_answers = evaluate_answers
-        self.calls: list[str] = []
-
-    async def call(self, tool, arguments):
-        self.calls.append(tool)
-        if tool == "navigate_page":
-            return False, f"Successfully navigated to {arguments['url']}."
-        return self.evaluate_answers.pop(0)
-
-
-def test_a_lost_script_context_navigates_again():
-    lost = (True, "Error: Timed out after waiting 5000ms")
-    info = (False, 'Script ran on page and returned:\n```json\n{"url": "http://127.0.0.1/m", "status": 404}\n```')
-    browser = _ScriptedMcp([lost, lost, info])
-    nav, got = asyncio.run(browser.open("http://127.0.0.1/m", 5))
-    assert nav.ok and got == {"url": "http://127.0.0.1/m", "status": 404}
-    assert browser.calls == ["navigate_page", "evaluate_script", "evaluate_script", "navigate_page", "evaluate_script"]
-
-    browser = _ScriptedMcp([lost, lost, lost, lost])  # still lost after navigating again: the page fails
-    with pytest.raises(DevtoolsMcpError, match="Timed out"):
-        asyncio.run(browser.open("http://127.0.0.1/m", 5))
-    assert browser.calls.count("navigate_page") == 2
-
-    browser = _ScriptedMcp([(True, "Error: ReferenceError: x is not defined")])  # other errors: no second try
-    with pytest.raises(DevtoolsMcpError, match="ReferenceError"):
-        asyncio.run(browser.open("http://127.0.0.1/m", 5))
-    assert browser.calls == ["navigate_page", "evaluate_script"]
-
-
-def test_missing_package_or_node_is_a_clear_error(monkeypatch, tmp_path, local_site, brt_home):
+def test_missing_package_or_node_is_a_clear_error(monkeypatch, tmp_path, local_site, make_charter, brt_home):
+    site = local_site()
     monkeypatch.setenv("BRT_DEVTOOLS_MCP", str(tmp_path / "missing" / "chrome-devtools-mcp.js"))
     with pytest.raises(DevtoolsMcpNotFound) as info:
         find_devtools_mcp()
     assert "npm install" in str(info.value) and "chrome-devtools-mcp" in str(info.value)
     with pytest.raises(DevtoolsMcpNotFound, match="npm install"):
-        harvest(local_site.charter(charter_id="site_nomcp"), via="devtools-mcp")
-    assert not local_site.requests  # nothing was fetched
+        harvest(make_charter(site, charter_id="site_nomcp"), via="devtools-mcp")
+    assert not site.requests  # nothing was fetched
     monkeypatch.delenv("BRT_DEVTOOLS_MCP")
     monkeypatch.setenv("PATH", str(tmp_path))  # no node, no npx
     with pytest.raises(DevtoolsMcpNotFound) as info:
@@ -96,17 +47,19 @@ def test_missing_package_or_node_is_a_clear_error(monkeypatch, tmp_path, local_s
     assert "Node.js" in str(info.value) and "npm install" in str(info.value)
 
 
-def test_via_devtools_mcp_stores_what_playwright_stores(local_site, brt_home, embedder):
+@pytest.mark.browser
+def test_via_devtools_mcp_stores_what_playwright_stores(local_site, make_charter, brt_home, embedder):
+    site = local_site()
     _devtools_mcp_or_skip()
-    via_mcp = harvest(local_site.charter(charter_id="site_devtools"), via="devtools-mcp")
+    via_mcp = harvest(make_charter(site, charter_id="site_devtools"), via="devtools-mcp")
     # Not one request reached the disallowed host (the redirect target, the tracker image): the allowlist is
     # enforced inside chrome-devtools-mcp's browser too (--allowedUrlPattern), not only on the final URL.
-    assert not local_site.served("localhost", "/away.html")
-    assert not local_site.served("localhost", "/tracker.png")
-    plain = harvest(local_site.charter(charter_id="site_playwright"))
+    assert not site.served("localhost", "/away.html")
+    assert not site.served("localhost", "/tracker.png")
+    plain = harvest(make_charter(site, charter_id="site_playwright"))
 
     got, want = outcomes(via_mcp), outcomes(plain)
-    u = local_site.url
+    u = site.url
     for name in ("index.html", "a.html", "b.html", "js.html", "external.html"):
         assert got[u(name)][0] == "stored", got[u(name)]
     assert got[u("redirect-away")][0] == "blocked"
@@ -117,8 +70,8 @@ def test_via_devtools_mcp_stores_what_playwright_stores(local_site, brt_home, em
     html_urls = {url for url in want if not url.endswith(".pdf")}
     assert {url: got[url][0] for url in html_urls} == {url: want[url][0] for url in html_urls}
 
-    mem_mcp = open_memory(local_site.charter(charter_id="site_devtools"), create=False)
-    mem_pw = open_memory(local_site.charter(charter_id="site_playwright"), create=False)
+    mem_mcp = open_memory(make_charter(site, charter_id="site_devtools"), create=False)
+    mem_pw = open_memory(make_charter(site, charter_id="site_playwright"), create=False)
     pages_mcp = {p.url: p for p in mem_mcp.pages()}
     pages_pw = {p.url: p for p in mem_pw.pages() if not p.url.endswith(".pdf")}
     assert set(pages_mcp) == set(pages_pw)
@@ -129,16 +82,18 @@ def test_via_devtools_mcp_stores_what_playwright_stores(local_site, brt_home, em
     assert via_mcp.har_path is None
     assert mem_mcp.search("lamp converted to electricity", k=1)[0].metadata["url"] == u("a.html")
 
-    again = harvest(local_site.charter(charter_id="site_devtools"), via="devtools-mcp")
+    again = harvest(make_charter(site, charter_id="site_devtools"), via="devtools-mcp")
     assert again.counts()["stored"] == 0 and again.counts()["skipped"] >= 5
 
 
-def test_via_devtools_mcp_last_modified_header(local_site, brt_home, embedder):
+@pytest.mark.browser
+def test_via_devtools_mcp_last_modified_header(local_site, make_charter, brt_home, embedder):
+    site = local_site()
     _devtools_mcp_or_skip()
-    charter = local_site.charter(charter_id="site_dated", seeds=[local_site.url("dated.html")], max_depth=0)
+    charter = make_charter(site, charter_id="site_dated", seeds=[site.url("dated.html")], max_depth=0)
     report = harvest(charter, via="devtools-mcp")
     assert report.counts()["stored"] == 1
-    stored = open_memory(charter, create=False).page(local_site.url("dated.html"))
+    stored = open_memory(charter, create=False).page(site.url("dated.html"))
     assert stored.last_updated == "2024-10-02" and stored.last_updated_source == "http-last-modified"
 
 
@@ -156,9 +111,11 @@ def _user_cookie(endpoint: str, site_base: str, *, add: bool) -> list[dict]:
     return cookies
 
 
-def test_browser_url_attaches_in_a_fresh_context(local_site, brt_home, embedder, debug_chromium):
+@pytest.mark.browser
+def test_browser_url_attaches_in_a_fresh_context(local_site, make_charter, brt_home, embedder, debug_chromium):
+    site = local_site()
     endpoint, proc = debug_chromium
-    local_site.write(
+    site.write(
         "cookie.html",
         page(
             "Cookie check",
@@ -171,26 +128,28 @@ def test_browser_url_attaches_in_a_fresh_context(local_site, brt_home, embedder,
             ),
         ),
     )
-    assert _user_cookie(endpoint, local_site.base, add=True)
-    charter = local_site.charter(
+    assert _user_cookie(endpoint, site.base, add=True)
+    charter = make_charter(site,
         charter_id="site_attached",
-        seeds=[local_site.url("cookie.html"), local_site.url("index.html"), local_site.url("redirect-away")],
+        seeds=[site.url("cookie.html"), site.url("index.html"), site.url("redirect-away")],
         max_depth=0,
     )
     report = harvest(charter, browser_url=endpoint)
     got = outcomes(report)
-    assert got[local_site.url("cookie.html")][0] == "stored"
-    assert got[local_site.url("index.html")][0] == "stored"
-    assert got[local_site.url("redirect-away")][0] == "blocked"
-    text = open_memory(charter, create=False).page(local_site.url("cookie.html")).text
+    assert got[site.url("cookie.html")][0] == "stored"
+    assert got[site.url("index.html")][0] == "stored"
+    assert got[site.url("redirect-away")][0] == "blocked"
+    text = open_memory(charter, create=False).page(site.url("cookie.html")).text
     assert "holds: nothing" in text and "user-secret-cookie" not in text
     assert report.har_path is not None and Path(report.har_path).is_file()  # recorded as on the launch path
     # The user's browser is still running, its own state untouched.
     assert proc.poll() is None
-    assert any(c["value"] == "user-secret-cookie" for c in _user_cookie(endpoint, local_site.base, add=False))
+    assert any(c["value"] == "user-secret-cookie" for c in _user_cookie(endpoint, site.base, add=False))
 
 
-def test_browser_url_unreachable_is_a_clear_error(local_site, brt_home):
+@pytest.mark.browser
+def test_browser_url_unreachable_is_a_clear_error(local_site, make_charter, brt_home):
+    site = local_site()
     with pytest.raises(BrowserNotFound) as info:
-        harvest(local_site.charter(charter_id="site_nobrowser"), browser_url="http://127.0.0.1:9")
+        harvest(make_charter(site, charter_id="site_nobrowser"), browser_url="http://127.0.0.1:9")
     assert "--remote-debugging-port" in str(info.value)

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 
 import pytest
 
 from memory_store import Memory
-from orchestrator.browser import find_browser
 from orchestrator.config import open_memory
-from orchestrator.errors import BrowserNotFound, HarvestBusy, HarvestError
+from orchestrator.errors import HarvestBusy, HarvestError
 from orchestrator.harvest import HarvestReport, harvest
-from tests.fixtures_site import page
+from tests.sites.pages import page
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("chromium") is None and not os.environ.get("BRT_BROWSER"), reason="needs Chromium"
-)
+pytestmark = pytest.mark.browser
 
 
 def _by_url(report: HarvestReport) -> dict[str, dict]:
@@ -28,12 +23,13 @@ def _chunks(mem: Memory) -> list[dict]:
     return list(mem.chunks(include_vectors=False))
 
 
-def test_harvest_local_site(local_site, brt_home, embedder):
-    charter = local_site.charter(max_depth=1)
+def test_harvest_local_site(local_site, make_charter, brt_home, embedder):
+    site = local_site()
+    charter = make_charter(site, max_depth=1)
     mem = open_memory(charter)
     report = harvest(charter, memory=mem)
     events = _by_url(report)
-    u = local_site.url
+    u = site.url
 
     stored = {e["url"] for e in report.events if e["outcome"] == "stored"}
     assert stored == {
@@ -69,7 +65,7 @@ def test_harvest_local_site(local_site, brt_home, embedder):
     # redirect to a host that is not allowed: blocked, nothing stored from it
     away = events[u("redirect-away")]
     assert away["outcome"] == "blocked"
-    assert away["final_url"] == local_site.offsite_url("away.html")
+    assert away["final_url"] == site.offsite_url("away.html")
     texts = " ".join(c["text"] for c in _chunks(mem))
     assert "Redirect target text" not in texts
     assert not any("localhost" in p.url for p in mem.pages())
@@ -87,9 +83,9 @@ def test_harvest_local_site(local_site, brt_home, embedder):
     assert "document.createElement" not in texts
 
     # the subresource on the disallowed host was aborted before it left the browser
-    assert local_site.offsite_url("tracker.png") in report.blocked_requests
-    assert not local_site.served("localhost", "/tracker.png")
-    assert events[u("external.html")]["blocked_requests"] == [local_site.offsite_url("tracker.png")]
+    assert site.offsite_url("tracker.png") in report.blocked_requests
+    assert not site.served("localhost", "/tracker.png")
+    assert events[u("external.html")]["blocked_requests"] == [site.offsite_url("tracker.png")]
     assert events[u("a.html")]["blocked_requests"] == []
 
     # a page repeated under two URLs is stored once, with also_seen_at
@@ -109,21 +105,22 @@ def test_harvest_local_site(local_site, brt_home, embedder):
     assert report.to_json()["counts"] == report.counts()
 
 
-def test_depth_limit_max_pages_and_selector(local_site, brt_home, embedder):
-    charter = local_site.charter(
-        seeds=[local_site.url("a.html")], max_depth=2, selectors={"127.0.0.1": "article"}
+def test_depth_limit_max_pages_and_selector(local_site, make_charter, brt_home, embedder):
+    site = local_site()
+    charter = make_charter(site,
+        seeds=[site.url("a.html")], max_depth=2, selectors={"127.0.0.1": "article"}
     )
     report = harvest(charter)
     depths = {e["url"]: e["depth"] for e in report.events}
     assert depths == {
-        local_site.url("a.html"): 0,
-        local_site.url("deep/c.html"): 1,
-        local_site.url("deep/d.html"): 2,
+        site.url("a.html"): 0,
+        site.url("deep/c.html"): 1,
+        site.url("deep/d.html"): 2,
     }
     mem = open_memory(charter)
-    assert mem.page(local_site.url("deep/d.html")).selector == "article"
+    assert mem.page(site.url("deep/d.html")).selector == "article"
 
-    limited = local_site.charter(charter_id="limited", max_depth=1, max_pages=2, concurrency=1)
+    limited = make_charter(site, charter_id="limited", max_depth=1, max_pages=2, concurrency=1)
     report = harvest(limited)
     assert report.pages_stored == 2
     assert report.counts()["stored"] == 2
@@ -131,8 +128,9 @@ def test_depth_limit_max_pages_and_selector(local_site, brt_home, embedder):
     assert report.not_attempted > 0
 
 
-def test_edited_page_replaces_chunks_without_reembedding_others(local_site, brt_home, embedder):
-    charter = local_site.charter(seeds=[local_site.url("a.html"), local_site.url("b.html")], max_depth=0)
+def test_edited_page_replaces_chunks_without_reembedding_others(local_site, make_charter, brt_home, embedder):
+    site = local_site()
+    charter = make_charter(site, seeds=[site.url("a.html"), site.url("b.html")], max_depth=0)
     mem = open_memory(charter)
     first = harvest(charter, memory=mem)
     assert first.pages_stored == 2
@@ -141,15 +139,15 @@ def test_edited_page_replaces_chunks_without_reembedding_others(local_site, brt_
     again = harvest(charter, memory=mem)
     assert again.counts()["skipped"] == 2 and again.chunks_embedded == 0
 
-    from tests.fixtures_site import page
+    from tests.sites.pages import page
 
-    local_site.write(
+    site.write(
         "b.html", page("Tides", "Neap tides in the harbour reach two metres since the new breakwater.")
     )
     before = embedder.texts_embedded
     second = harvest(charter, memory=mem, refresh=True)
     assert second.pages_stored == 1  # a.html is unchanged: not rendered again (test_refresh_... below)
-    assert _by_url(second)[local_site.url("a.html")]["unchanged"] is True
+    assert _by_url(second)[site.url("a.html")]["unchanged"] is True
     assert embedder.texts_embedded - before == 1 == second.chunks_embedded  # only the edited page's new chunk
     texts = [c["text"] for c in _chunks(mem)]
     assert not any("Spring tides" in t for t in texts)
@@ -157,17 +155,18 @@ def test_edited_page_replaces_chunks_without_reembedding_others(local_site, brt_
     assert len(texts) == 2
 
 
-def test_replay_works_with_the_server_down(local_site, brt_home, embedder):
-    charter = local_site.charter(max_depth=1)
+def test_replay_works_with_the_server_down(local_site, make_charter, brt_home, embedder):
+    site = local_site()
+    charter = make_charter(site, max_depth=1)
     mem = open_memory(charter)
     live = harvest(charter, memory=mem)
-    local_site.stop()
+    site.stop()
 
     # into a fresh store: every page rendered from the HAR, same outcomes as live
-    fresh = local_site.charter(max_depth=1, charter_id="site_replayed")
+    fresh = make_charter(site, max_depth=1, charter_id="site_replayed")
     replayed = harvest(fresh, replay=live.har_path)
     assert {e["url"]: e["outcome"] for e in replayed.events} == {e["url"]: e["outcome"] for e in live.events}
-    assert "coloured lamps" in open_memory(fresh).page(local_site.url("js.html")).text
+    assert "coloured lamps" in open_memory(fresh).page(site.url("js.html")).text
     assert replayed.har_path != live.har_path and replayed.har_path.is_file()
 
     # a refresh of the live store from the same HAR: every stored page found unchanged, nothing embedded
@@ -177,40 +176,43 @@ def test_replay_works_with_the_server_down(local_site, brt_home, embedder):
     assert again.chunks_embedded == 0 and again.pages_stored == 0
 
     # a URL missing from the HAR is aborted, never fetched
-    missing = local_site.charter(
-        charter_id="replay_missing", seeds=[local_site.url("deep/d.html")], max_depth=0
+    missing = make_charter(site,
+        charter_id="replay_missing", seeds=[site.url("deep/d.html")], max_depth=0
     )
     report = harvest(missing, replay=live.har_path)
     assert report.counts()["failed"] == 1
     assert "not in replay HAR" in report.events[0]["reason"]
 
 
-def test_load_timeout_still_takes_the_dom_and_header_date(local_site, brt_home, embedder):
-    seeds = [local_site.url("slow.html"), local_site.url("dated.html")]
-    charter = local_site.charter(seeds=seeds, max_depth=0, timeout_s=1.5)
+def test_load_timeout_still_takes_the_dom_and_header_date(local_site, make_charter, brt_home, embedder):
+    site = local_site()
+    seeds = [site.url("slow.html"), site.url("dated.html")]
+    charter = make_charter(site, seeds=seeds, max_depth=0, timeout_s=1.5)
     report = harvest(charter)
     assert report.counts()["stored"] == 2, report.events
     mem = open_memory(charter)
-    assert "keeps the load event waiting" in mem.page(local_site.url("slow.html")).text
-    dated = mem.page(local_site.url("dated.html"))
+    assert "keeps the load event waiting" in mem.page(site.url("slow.html")).text
+    dated = mem.page(site.url("dated.html"))
     assert (dated.last_updated, dated.last_updated_source) == ("2024-10-02", "http-last-modified")
 
 
-def test_robots_txt_is_obeyed(local_site, brt_home, embedder):
-    local_site.write("robots.txt", "User-agent: *\nDisallow: /b.html\n")
-    seeds = [local_site.url("a.html"), local_site.url("b.html")]
-    report = harvest(local_site.charter(seeds=seeds, max_depth=0))
+def test_robots_txt_is_obeyed(local_site, make_charter, brt_home, embedder):
+    site = local_site()
+    site.write("robots.txt", "User-agent: *\nDisallow: /b.html\n")
+    seeds = [site.url("a.html"), site.url("b.html")]
+    report = harvest(make_charter(site, seeds=seeds, max_depth=0))
     outcomes = {e["url"]: (e["outcome"], e["reason"]) for e in report.events}
-    assert outcomes[local_site.url("b.html")] == ("blocked", "blocked by robots.txt")
-    assert outcomes[local_site.url("a.html")][0] == "stored"
-    assert not local_site.served("127.0.0.1", "/b.html")
+    assert outcomes[site.url("b.html")] == ("blocked", "blocked by robots.txt")
+    assert outcomes[site.url("a.html")][0] == "stored"
+    assert not site.served("127.0.0.1", "/b.html")
 
-    ignoring = local_site.charter(charter_id="no_robots", seeds=seeds, max_depth=0, obey_robots=False)
+    ignoring = make_charter(site, charter_id="no_robots", seeds=seeds, max_depth=0, obey_robots=False)
     assert harvest(ignoring).counts()["stored"] == 2
 
 
-def test_busy_store_and_bad_modes(local_site, brt_home, tmp_path):
-    charter = local_site.charter()
+def test_busy_store_and_bad_modes(local_site, make_charter, brt_home, tmp_path):
+    site = local_site()
+    charter = make_charter(site)
     holder = open_memory(charter)
     with holder.harvest_lock():
         with pytest.raises(HarvestBusy, match="being harvested"):
@@ -226,23 +228,11 @@ def test_busy_store_and_bad_modes(local_site, brt_home, tmp_path):
         harvest(charter, via="carrier-pigeon")
 
 
-def test_find_browser(monkeypatch, tmp_path):
-    monkeypatch.setenv("BRT_BROWSER", "/usr/bin/chromium")
-    assert find_browser() == "/usr/bin/chromium"
-    monkeypatch.setenv("BRT_BROWSER", str(tmp_path / "nope"))
-    with pytest.raises(BrowserNotFound, match="BRT_BROWSER"):
-        find_browser()
-    monkeypatch.delenv("BRT_BROWSER")
-    monkeypatch.setattr("orchestrator.browser._playwright_chromium", lambda: None)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(BrowserNotFound, match="apt-get install chromium"):
-        find_browser()
-
-
-def test_script_navigation_after_load_keeps_the_page_as_loaded(local_site, brt_home, embedder):
+def test_script_navigation_after_load_keeps_the_page_as_loaded(local_site, make_charter, brt_home, embedder):
     """Consent walls and ad-block probes send the tab elsewhere after the load event; a refused navigation
     must not throw away the allowed page that had loaded (and the refused host gets no request)."""
-    local_site.write(
+    site = local_site()
+    site.write(
         "late-nav.html",
         page(
             "Pilot boats",
@@ -250,27 +240,27 @@ def test_script_navigation_after_load_keeps_the_page_as_loaded(local_site, brt_h
             links=("b.html",),
             body_extra=(
                 "<script>window.addEventListener('load', function () { setTimeout(function () {"
-                f" location.href = '{local_site.offsite_url('away.html')}'; }}, 50); }});</script>"
+                f" location.href = '{site.offsite_url('away.html')}'; }}, 50); }});</script>"
             ),
         ),
     )
-    charter = local_site.charter(seeds=[local_site.url("late-nav.html")], max_depth=1, charter_id="late_nav")
+    charter = make_charter(site, seeds=[site.url("late-nav.html")], max_depth=1, charter_id="late_nav")
     report = harvest(charter)
     first = report.events[0]
     assert first["outcome"] == "stored", (first["reason"], first["final_url"])
-    assert first["final_url"] == local_site.url("late-nav.html")
+    assert first["final_url"] == site.url("late-nav.html")
     mem = open_memory(charter, create=False)
-    stored = mem.page(local_site.url("late-nav.html"))
+    stored = mem.page(site.url("late-nav.html"))
     assert stored is not None and "outer buoy" in stored.text
-    assert mem.has_page(local_site.url("b.html"))  # links of the page as loaded are still followed
-    assert not local_site.served("localhost", "/away.html")
+    assert mem.has_page(site.url("b.html"))  # links of the page as loaded are still followed
+    assert not site.served("localhost", "/away.html")
 
 
-def test_replay_keeps_a_page_whose_script_navigates_to_a_url_missing_from_the_har(brt_home, embedder, tmp_path):
+def test_replay_keeps_a_page_whose_script_navigates_to_a_url_missing_from_the_har(
+    make_charter, brt_home, embedder, tmp_path
+):
     """Ad-block probes navigate to same-site URLs the HAR never recorded; the replay keeps the loaded page."""
     import base64
-
-    from orchestrator.charter import parse_charter
 
     url = "http://127.0.0.1:9/probe.html"  # never contacted: everything comes from the HAR
     body = page(
@@ -293,8 +283,7 @@ def test_replay_keeps_a_page_whose_script_navigates_to_a_url_missing_from_the_ha
     har = tmp_path / "probe.har"
     har.write_text(json.dumps({"log": {"version": "1.2", "creator": {"name": "test", "version": "1"},
                                        "pages": [], "entries": [entry]}}))
-    charter = parse_charter({"id": "probe", "title": "Probe", "allowed_domains": ["127.0.0.1"], "seeds": [url],
-                             "harvest": {"max_depth": 0, "timeout_s": 10}})
+    charter = make_charter([url], charter_id="probe", title="Probe", goal=None, max_depth=0)
     report = harvest(charter, replay=har)
     event = report.events[0]
     assert event["outcome"] == "stored", (event["reason"], event["final_url"])
@@ -302,52 +291,53 @@ def test_replay_keeps_a_page_whose_script_navigates_to_a_url_missing_from_the_ha
     assert stored is not None and "forty containers" in stored.text
 
 
-def test_refresh_renders_only_pages_whose_document_or_scripts_changed(local_site, brt_home, embedder):
+def test_refresh_renders_only_pages_whose_document_or_scripts_changed(local_site, make_charter, brt_home, embedder):
     """A refresh fetches each stored page's document and its scripts/XHR again without a browser; only a page
     whose inputs changed is rendered and stored again."""
-    local_site.write(
+    site = local_site()
+    site.write(
         "feed.html",
         page(
             "Harbour feed",
             "The harbour feed page shows the latest notice, loaded by a script from a text file.",
-            body_extra=f'<script src="feed.js"></script><script src="{local_site.offsite_url("ads.js")}"></script>',
+            body_extra=f'<script src="feed.js"></script><script src="{site.offsite_url("ads.js")}"></script>',
         ),
     )
-    local_site.write(
+    site.write(
         "feed.js",
         "fetch('notice.txt').then(function (r) { return r.text(); }).then(function (t) {"
         " var p = document.createElement('p'); p.textContent = t;"
         " document.querySelector('article').appendChild(p); });",
     )
-    local_site.write("notice.txt", "Notice one: the ferry to the island leaves from berth four this week.")
-    seeds = [local_site.url(n) for n in ("a.html", "b.html", "feed.html")]
-    charter = local_site.charter(seeds=seeds, max_depth=0)
+    site.write("notice.txt", "Notice one: the ferry to the island leaves from berth four this week.")
+    seeds = [site.url(n) for n in ("a.html", "b.html", "feed.html")]
+    charter = make_charter(site, seeds=seeds, max_depth=0)
     mem = open_memory(charter)
     first = harvest(charter, memory=mem)
     assert first.pages_stored == 3
-    feed = _by_url(first)[local_site.url("feed.html")]
+    feed = _by_url(first)[site.url("feed.html")]
     deps = feed["fingerprint"]["deps"]
-    assert set(deps) == {local_site.url("feed.js"), local_site.url("notice.txt"), local_site.offsite_url("ads.js")}
-    assert deps[local_site.offsite_url("ads.js")] == [None, "refused"]  # off the allowlist: refused again next time
-    assert "Notice one" in mem.page(local_site.url("feed.html")).text
+    assert set(deps) == {site.url("feed.js"), site.url("notice.txt"), site.offsite_url("ads.js")}
+    assert deps[site.offsite_url("ads.js")] == [None, "refused"]  # off the allowlist: refused again next time
+    assert "Notice one" in mem.page(site.url("feed.html")).text
 
     # nothing changed: no page rendered, nothing embedded, each input requested once (by the check)
-    local_site.requests.clear()
+    site.requests.clear()
     same = harvest(charter, memory=mem, refresh=True)
     events = _by_url(same)
     assert same.pages_stored == 0 and same.chunks_embedded == 0
     assert all(e["outcome"] == "skipped" and e.get("unchanged") for e in events.values()), events
-    paths = [p for _h, p in local_site.requests if p != "/robots.txt"]
+    paths = [p for _h, p in site.requests if p != "/robots.txt"]
     assert sorted(paths) == ["/a.html", "/b.html", "/feed.html", "/feed.js", "/notice.txt"]
 
     # only the text the script fetches changes: that page is rendered again, the others are not
-    local_site.write("notice.txt", "Notice two: the ferry to the island now leaves from berth seven.")
+    site.write("notice.txt", "Notice two: the ferry to the island now leaves from berth seven.")
     before = embedder.texts_embedded
     changed = harvest(charter, memory=mem, refresh=True)
     events = _by_url(changed)
-    assert events[local_site.url("feed.html")]["outcome"] == "stored"
-    assert events[local_site.url("a.html")].get("unchanged") and events[local_site.url("b.html")].get("unchanged")
-    text = mem.page(local_site.url("feed.html")).text
+    assert events[site.url("feed.html")]["outcome"] == "stored"
+    assert events[site.url("a.html")].get("unchanged") and events[site.url("b.html")].get("unchanged")
+    text = mem.page(site.url("feed.html")).text
     assert "Notice two" in text and "Notice one" not in text
     assert embedder.texts_embedded - before == changed.chunks_embedded >= 1
     assert not any("Notice one" in c["text"] for c in _chunks(mem))

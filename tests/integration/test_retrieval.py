@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from memory_store import Memory
-from memory_store.retrieval import mmr_order, rrf
+from memory_store.retrieval import rrf
 
 CODE_DOC = (
     "Inventory ledger, aisle four: a crate of XK-4471Q units was received on Tuesday, counted by the night clerk "
@@ -160,18 +160,6 @@ def test_mmr_removes_near_duplicate_from_top_k(brt_home, embedder):
         mem.search(q, mmr_lambda=1.5)
 
 
-def test_mmr_order_unit():
-    a = np.array([1.0, 0.0, 0.0], dtype=np.float32)
-    dup = np.array([0.999, 0.0447, 0.0], dtype=np.float32)
-    other = np.array([0.6, 0.8, 0.0], dtype=np.float32)
-    far = np.array([0.0, 0.0, 1.0], dtype=np.float32)
-    vecs = np.stack([a, dup / np.linalg.norm(dup), other, far])
-    rel = [1.0, 0.95, 0.9, 0.0]  # scaled to [0, 1] over the pool
-    assert mmr_order(vecs, rel, 3, lam=1.0) == [0, 1, 2]
-    assert mmr_order(vecs, rel, 2, lam=0.7) == [0, 2]
-    assert mmr_order(vecs, [], 3) == []
-
-
 def test_fts_current_after_re_adding_and_deleting_a_page(brt_home, embedder):
     mem = Memory("fts")
     mem.add("https://ex.example/a", "The quartermaster logged the zephyrine shipment at dawn.")
@@ -268,36 +256,32 @@ def test_missing_reranker_model_is_a_clear_error(code_store, tmp_path):
         code_store.search(QUERY, rerank=True, reranker_model=str(tmp_path / "no-such-model"))
 
 
-def _charter(tmp_path, charter_id, retrieval=None):
-    import yaml
-
-    data = {
-        "id": charter_id,
-        "title": "Retrieval",
-        "allowed_domains": ["docs.example"],
-        "seeds": ["https://docs.example/"],
-        "outputs": {
-            "sections": [
-                {"title": "Battery", "label": "Bat", "question": "How do I replace the XK-4471Q battery?"},
-                {"title": "Bitcoin", "question": "What is the current price of bitcoin in euros?"},
-            ]
-        },
-    }
-    if retrieval:
-        data["retrieval"] = retrieval
-    path = tmp_path / f"{charter_id}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+def _charter(make_charter, charter_id, retrieval=None):
+    """The path of a charter over the ``code_store`` pages (``make_charter`` writes it as YAML)."""
+    return make_charter(
+        ["https://docs.example/"],
+        path=f"{charter_id}.yaml",
+        charter_id=charter_id,
+        title="Retrieval",
+        goal=None,
+        allowed=("docs.example",),
+        sections=[
+            {"title": "Battery", "label": "Bat", "question": "How do I replace the XK-4471Q battery?"},
+            {"title": "Bitcoin", "question": "What is the current price of bitcoin in euros?"},
+        ],
+        retrieval=retrieval,
+        load=False,
+    )
 
 
-def test_cli_search_modes_and_matched_via(code_store, tmp_path):
+def test_cli_search_modes_and_matched_via(code_store, make_charter):
     import json
 
     from click.testing import CliRunner
 
     from orchestrator.cli import cli
 
-    charter = _charter(tmp_path, "retr")
+    charter = _charter(make_charter, "retr")
 
     def run(*args):
         r = CliRunner().invoke(cli, ["search", str(charter), QUERY, "-k", "10", "--json", *args])
@@ -313,18 +297,18 @@ def test_cli_search_modes_and_matched_via(code_store, tmp_path):
     bad = CliRunner().invoke(cli, ["search", str(charter), QUERY, "--mode", "sparse"])
     assert bad.exit_code == 2
     # a charter's retrieval section sets the defaults; unknown keys are an error
-    vec_charter = _charter(tmp_path, "retr", {"mode": "vector", "mmr_lambda": None, "candidates": 5})
+    vec_charter = _charter(make_charter, "retr", {"mode": "vector", "mmr_lambda": None, "candidates": 5})
     r = CliRunner().invoke(cli, ["search", str(vec_charter), QUERY, "--json"])
     assert {h["matched_via"] for h in json.loads(r.stdout)["hits"]} == {"vector"}
-    typo = _charter(tmp_path, "retr", {"mdoe": "vector"})
+    typo = _charter(make_charter, "retr", {"mdoe": "vector"})
     assert CliRunner().invoke(cli, ["charter", "validate", str(typo)]).exit_code == 2
 
 
-def test_synthesize_fuses_signature_queries(code_store, tmp_path):
+def test_synthesize_fuses_signature_queries(code_store, make_charter, tmp_path):
     from orchestrator.charter import load_charter
     from orchestrator.synthesize import synthesize
 
-    charter = load_charter(_charter(tmp_path, "retr", {"k": 3}))
+    charter = load_charter(_charter(make_charter, "retr", {"k": 3}))
     result = synthesize(charter, memory=code_store, out=tmp_path / "out.md")
     bat, coin = result.sections
     assert len(bat.queries) == 3 and "criticisms" in bat.queries[2]

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.fixtures_badserver import LONG, html_page
+from tests.sites import serve, stop_server
+from tests.sites.misbehaving import LONG, html_page
 
 PAYLOAD_BYTES = 300 * 1024
 
@@ -84,10 +85,7 @@ class BackgroundServer:
             return self.counters[path]
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        if self._thread:
-            self._thread.join(timeout=5)
+        stop_server(self.server, self._thread)
 
 
 def _handler(ref: dict[str, BackgroundServer]) -> type[BaseHTTPRequestHandler]:
@@ -152,13 +150,10 @@ def _handler(ref: dict[str, BackgroundServer]) -> type[BaseHTTPRequestHandler]:
 
 def start_background_server() -> BackgroundServer:
     ref: dict[str, BackgroundServer] = {}
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(ref))
-    server.daemon_threads = True
-    srv = BackgroundServer(port=server.server_address[1], server=server)
+    server, thread = serve(_handler(ref), "site-background")
+    srv = BackgroundServer(port=server.server_address[1], server=server, _thread=thread)  # type: ignore[arg-type]
     srv.payloads = {"/attach.html": os.urandom(PAYLOAD_BYTES), "/blob.bin": os.urandom(PAYLOAD_BYTES)}
     ref["srv"] = srv
-    srv._thread = threading.Thread(target=server.serve_forever, name="fixture-background", daemon=True)
-    srv._thread.start()
     return srv
 
 

@@ -1,5 +1,5 @@
-"""A misbehaving local web server for the harvest-hardening tests (loaded by tests/conftest.py via
-``pytest_plugins``). It listens on 127.0.0.1 only (random port); names such as ``evil.test`` reach it only
+"""The ``misbehaving`` site (``local_site("misbehaving")``): a local web server for the harvest-hardening tests. It
+listens on 127.0.0.1 only (random port); names such as ``evil.test`` reach it only
 through Chromium's ``--host-resolver-rules`` mapping them to loopback.
 
 Endpoints (``srv.url(path)``):
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import pytest
+from tests.sites import serve, stop_server
 
 LONG = (
     "The {name} page describes the breakwater, the harbour lights and the tides in enough words for the "
@@ -144,10 +144,7 @@ class BadServer:
 
     def stop(self) -> None:
         self.stopping.set()
-        self.server.shutdown()
-        self.server.server_close()
-        if self._thread:
-            self._thread.join(timeout=5)
+        stop_server(self.server, self._thread)
 
 
 def _handler(ref: dict[str, BadServer]) -> type[BaseHTTPRequestHandler]:
@@ -340,26 +337,11 @@ def _handler(ref: dict[str, BadServer]) -> type[BaseHTTPRequestHandler]:
 
 def start_badserver(**options: Any) -> BadServer:
     ref: dict[str, BadServer] = {}
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(ref))
-    server.daemon_threads = True
-    srv = BadServer(port=server.server_address[1], server=server, **options)
+    server, thread = serve(_handler(ref), "site-misbehaving")
+    srv = BadServer(port=server.server_address[1], server=server, _thread=thread, **options)  # type: ignore[arg-type]
     ref["srv"] = srv
-    srv._thread = threading.Thread(target=server.serve_forever, name="fixture-badserver", daemon=True)
-    srv._thread.start()
     return srv
 
 
 #: Chromium-style resolver rules: the made-up names used by the tests, all mapped to loopback.
 RESOLVER_RULES = "MAP evil.test 127.0.0.1, MAP test.evil.net 127.0.0.1, MAP nottest 127.0.0.1"
-
-
-@pytest.fixture
-def badserver(monkeypatch):
-    """A running :class:`BadServer`; Chromium (and brt's guard) resolve the tests' made-up names to
-    127.0.0.1 through ``BRT_HOST_RESOLVER_RULES``."""
-    monkeypatch.setenv("BRT_HOST_RESOLVER_RULES", RESOLVER_RULES)
-    srv = start_badserver()
-    try:
-        yield srv
-    finally:
-        srv.stop()

@@ -1,5 +1,5 @@
-"""A small local web site for harvest tests: a threaded HTTP server on 127.0.0.1 (random port) serving files
-from a temp folder, plus special endpoints. Loaded by tests/conftest.py via ``pytest_plugins``.
+"""The ``pages`` site (``local_site()``): a small static web site for harvest tests, served on 127.0.0.1 (random
+port) from a temp folder, plus special endpoints.
 
 Layout (``site.url(name)``)::
 
@@ -24,9 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from orchestrator.charter import Charter, parse_charter
+from tests.sites import serve, stop_server
 
 SHARED_PARAGRAPH = (
     "The lighthouse keeper logs the weather every four hours and reports storms to the harbour master."
@@ -161,32 +159,12 @@ class LocalSite:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(html, encoding="utf-8")
 
-    def charter(
-        self, *, seeds: list[str] | None = None, charter_id: str = "site_test", **harvest: Any
-    ) -> Charter:
-        """A charter that allows only 127.0.0.1 and seeds the site's index."""
-        settings: dict[str, Any] = {"max_pages": 50, "max_depth": 1, "concurrency": 2, "timeout_s": 10}
-        settings.update(harvest)
-        return parse_charter(
-            {
-                "id": charter_id,
-                "title": "Local harbour site",
-                "goal": "What does the harbour site say?",
-                "allowed_domains": ["127.0.0.1"],
-                "seeds": seeds or [self.url("index.html")],
-                "harvest": settings,
-            }
-        )
-
     def served(self, host_prefix: str, path: str) -> bool:
         """Did the server answer a request for ``path`` with a Host header starting with ``host_prefix``?"""
         return any(h.startswith(host_prefix) and p == path for h, p in self.requests)
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        if self._thread:
-            self._thread.join(timeout=5)
+        stop_server(self.server, self._thread)
 
 
 def _make_handler(site_ref: dict[str, LocalSite]) -> type[BaseHTTPRequestHandler]:
@@ -239,23 +217,10 @@ def _make_handler(site_ref: dict[str, LocalSite]) -> type[BaseHTTPRequestHandler
 def start_site(root: Path) -> LocalSite:
     """Start a site serving ``root`` (filled with the default pages) on a random port."""
     ref: dict[str, LocalSite] = {}
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(ref))
-    server.daemon_threads = True
+    server, thread = serve(_make_handler(ref), "site-pages")
     port = server.server_address[1]
-    site = LocalSite(root=root, port=port, server=server)
+    site = LocalSite(root=root, port=port, server=server, _thread=thread)  # type: ignore[arg-type]
     ref["site"] = site
     for name, html in _default_files(port).items():
         site.write(name, html)
-    site._thread = threading.Thread(target=server.serve_forever, name="fixture-site", daemon=True)
-    site._thread.start()
     return site
-
-
-@pytest.fixture
-def local_site(tmp_path):
-    """A running :class:`LocalSite`; stopped after the test."""
-    site = start_site(tmp_path / "site")
-    try:
-        yield site
-    finally:
-        site.stop()

@@ -17,6 +17,8 @@ from typing import Any
 
 import psutil
 
+from tests.sites import serve, stop_server
+
 BODY = (
     "Page {n} of the slow site describes the lighthouse keeper's log, the tide tables and the weather of day {n}, "
     "in enough words for the extractor to keep it as readable article text rather than boilerplate navigation. "
@@ -44,8 +46,7 @@ class SlowSite:
             return sum(1 for _, path in self.log if path.startswith("/page/"))
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stop_server(self.server, None)
 
 
 def _page(title: str, text: str, links: list[str]) -> bytes:
@@ -97,11 +98,9 @@ def start_slow_site(pages: int = 20, delay_s: float = 1.0, files: int = 0) -> Sl
             except OSError:  # the browser went away mid-answer
                 pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    site = SlowSite(server, pages, delay_s, files)
+    server, _thread = serve(Handler, "site-slow")
+    site = SlowSite(server, pages, delay_s, files)  # type: ignore[arg-type]
     ref["site"] = site
-    threading.Thread(target=server.serve_forever, name="slow-site", daemon=True).start()
     return site
 
 

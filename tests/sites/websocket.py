@@ -12,6 +12,8 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
+from tests.sites import serve, stop_server
+
 _GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455, section 1.3
 
 
@@ -36,10 +38,7 @@ class WSServer:
             return sum(self.connections.values())
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        if self._thread:
-            self._thread.join(timeout=5)
+        stop_server(self.server, self._thread)
 
 
 def _frame(payload: bytes, opcode: int = 0x1) -> bytes:
@@ -99,9 +98,7 @@ class _Server(socketserver.ThreadingTCPServer):
 
 def start_wsserver() -> WSServer:
     ref: dict[str, WSServer] = {}
-    server = _Server(("127.0.0.1", 0), _handler(ref))
-    srv = WSServer(port=server.server_address[1], server=server)
+    server, thread = serve(_handler(ref), "site-websocket", server_class=_Server)
+    srv = WSServer(port=server.server_address[1], server=server, _thread=thread)  # type: ignore[arg-type]
     ref["srv"] = srv
-    srv._thread = threading.Thread(target=server.serve_forever, name="fixture-wsserver", daemon=True)
-    srv._thread.start()
     return srv

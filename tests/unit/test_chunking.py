@@ -11,7 +11,6 @@ import pytest
 from memory_store.chunking import (
     chunk_id,
     chunk_text,
-    chunk_with,
     normalize_text,
     split_algo,
     split_units,
@@ -127,14 +126,6 @@ def test_window_for_clips_to_model():
     assert window_for(_FakeModel(256)) == (254, 50)
     assert window_for(_FakeModel(8192)) == (800, 160)
     assert split_algo(254, 50) == "sliding_254_50"
-
-
-def test_real_tokenizer_windows(embedder):
-    window, overlap = window_for(embedder)
-    assert (window, overlap) == (254, 50)
-    text = make_text(paragraphs=60, seed=3) + "\n\n" + "supercalifragilistic " * 400
-    chunks = chunk_with(embedder, text)
-    check_chunks(text, chunks, embedder.count_tokens, window, overlap)
 
 
 @pytest.mark.parametrize("seed", [11, 12])

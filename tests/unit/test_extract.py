@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from orchestrator.extract import extract_page, select_region
+from orchestrator.harvest.extract import extract_page, select_region
+from orchestrator.harvest.net.urls import canonical_url, filter_links
 from orchestrator.progress import NullProgress, PlainProgress, ProgressSink
-from orchestrator.urls import canonical_url, filter_links
 
 BODY = (
     "<main><article><h1>Reserving space</h1>"
@@ -180,7 +180,7 @@ def test_trafilatura_runs_one_call_at_a_time(monkeypatch):
     import threading
     import time
 
-    import orchestrator.extract as extract_module
+    import orchestrator.harvest.extract as extract_module
 
     real = extract_module._trafilatura
     inside, most = [0], [0]
