@@ -118,7 +118,8 @@ def local_site(tmp_path, monkeypatch) -> Iterator[Callable[..., Any]]:
 def make_charter(tmp_path) -> Callable[..., Any]:
     """Build a charter: ``make_charter(site_or_seeds, charter_id=..., allowed=("127.0.0.1",), **harvest)``.
 
-    ``site_or_seeds`` is a local site (seeded with its ``index.html``) or a list of seed URLs. ``harvest`` options
+    ``site_or_seeds`` is a local site (seeded with its ``index.html`` unless ``seeds`` are given) or a list of
+    seed URLs. ``harvest`` options
     go to the charter's ``harvest:`` (defaults: max_pages 50, max_depth 1, concurrency 2, timeout_s 10); ``title``,
     ``goal``, ``sections``, ``memory``, ``retrieval``, ``outputs`` and ``extra`` (more top-level keys) are taken as
     given. With ``path`` (relative to the test's temp folder), the charter is written there as YAML and loaded from
@@ -131,6 +132,7 @@ def make_charter(tmp_path) -> Callable[..., Any]:
     def make(
         site_or_seeds: Any,
         *,
+        seeds: list[str] | None = None,
         charter_id: str = "site_test",
         title: str = "Local harbour site",
         goal: str | None = "What does the harbour site say?",
@@ -144,7 +146,9 @@ def make_charter(tmp_path) -> Callable[..., Any]:
         load: bool = True,
         **harvest: Any,
     ) -> Any:
-        seeds = list(site_or_seeds) if isinstance(site_or_seeds, list | tuple) else [site_or_seeds.url("index.html")]
+        if seeds is None:
+            is_list = isinstance(site_or_seeds, list | tuple)
+            seeds = list(site_or_seeds) if is_list else [site_or_seeds.url("index.html")]
         settings: dict[str, Any] = {"max_pages": 50, "max_depth": 1, "concurrency": 2, "timeout_s": 10}
         settings.update(harvest)
         data: dict[str, Any] = {"id": charter_id, "title": title}
