@@ -290,7 +290,7 @@ def check_har_replay(har: Path, url: str, expect: str | None = None) -> str:
     (asserting ``expect`` occurs in the rendered HTML). Proves the HAR writer's output replays."""
     from playwright.sync_api import sync_playwright
 
-    from orchestrator.browser import LAUNCH_ARGS, find_browser
+    from orchestrator.harvest.launch import LAUNCH_ARGS, find_browser
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=find_browser(), headless=True, args=LAUNCH_ARGS)
@@ -353,7 +353,7 @@ def machine_info() -> dict:
     except Exception:
         pass
     try:
-        from orchestrator.browser import find_browser
+        from orchestrator.harvest.launch import find_browser
 
         exe = find_browser()
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()

@@ -60,7 +60,7 @@ BREAKDOWN = (
 def build_store(home: Path) -> Path:
     """The demo site's pages in the demo charter's store under ``home``; returns the charter path."""
     from memory_store import Memory
-    from orchestrator.extract import extract_page
+    from orchestrator.harvest.extract import extract_page
 
     site = REPO_ROOT / "orchestrator" / "demo_site"
     mem = Memory("demo_cwv", basepath=home / "memory")

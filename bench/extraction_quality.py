@@ -47,7 +47,7 @@ def _ev(event, key: str, default=None):
 
 
 def _url_key(url: str) -> str:
-    from orchestrator.urls import canonical_url
+    from orchestrator.harvest.net.urls import canonical_url
 
     return canonical_url(url)
 
@@ -143,7 +143,7 @@ def trafilatura_baseline(pages) -> tuple[dict[str, str], float]:
 def ours_offline(pages) -> tuple[dict[str, str], float]:
     """Our extractor (orchestrator.extract.extract_page) on the raw HTML, no browser: separates the effect of
     extraction options from the effect of the rendered DOM."""
-    from orchestrator.extract import extract_page
+    from orchestrator.harvest.extract import extract_page
 
     out: dict[str, str] = {}
     t0 = time.monotonic()

@@ -52,11 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(tempfile.mkdtemp(prefix="brt-bench-misbehaving-"))
     os.environ["BRT_HOME"] = str(home)
 
+    from tests.fixtures_badserver import start_badserver
+
     from memory_store.embeddings import get_embedder
     from orchestrator.charter import parse_charter
     from orchestrator.config import open_memory
     from orchestrator.harvest import harvest
-    from tests.fixtures_badserver import start_badserver
 
     get_embedder()  # model load is not part of the harvest figure
 
@@ -99,7 +100,6 @@ def main(argv: list[str] | None = None) -> int:
         chromium_after, _ = _tree_stats()
         srv.stop()
         summary = report.summary_table
-        from orchestrator.storecheck import check_store
 
         return {
             "pages_linked": args.pages,
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             "peak_rss_python_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "peak_rss_with_browser_mb": round(peak["rss_tree"] / 1e6, 1),
             "chromium_processes": {"before": chromium_before, "peak": peak["chromium"], "after": chromium_after},
-            "store_check_ok": check_store(mem).ok,
+            "store_check_ok": mem.check().ok,
         }
 
     figures = {"misbehaving": run(10, "misbehaving")}

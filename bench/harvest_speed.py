@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="brt-bench-speed-"))
     setup_env(tmp)
     try:
-        from memory_store import memory as memory_mod
+        from memory_store import _writes as writes_mod  # where Memory.add_many chunks (timed below)
         from orchestrator.charter import parse_charter
         from orchestrator.config import open_memory
 
@@ -167,12 +167,12 @@ def main(argv: list[str] | None = None) -> int:
         model_load_s = time.monotonic() - t0
 
         # Timers: the store calls self.embedder.embed_documents (an instance attribute wins over the
-        # class method) and memory_store.memory.chunk_with (module global).
+        # class method) and memory_store._writes.chunk_with (module global).
         embed_t, chunk_t = _Timer(), _Timer()
         original_embed = embedder.embed_documents
         embedder.embed_documents = embed_t.wrap(original_embed, count_arg=True)
-        original_chunk_with = memory_mod.chunk_with
-        memory_mod.chunk_with = chunk_t.wrap(original_chunk_with)
+        original_chunk_with = writes_mod.chunk_with
+        writes_mod.chunk_with = chunk_t.wrap(original_chunk_with)
 
         load_start = [round(x, 2) for x in os.getloadavg()]
         print(f"[bench] first harvest of {len(pages)} pages (load average {load_start}) ...", file=sys.stderr)
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             print("[bench] re-harvest without refresh (stored pages may be skipped) ...", file=sys.stderr)
             third = run_harvest(charter, har, memory, refresh=False, embed_t=embed_t, chunk_t=chunk_t)
             print(f"[bench]   {third['wall_s']} s, {third['outcomes']}", file=sys.stderr)
-        memory_mod.chunk_with = original_chunk_with
+        writes_mod.chunk_with = original_chunk_with
         embedder.embed_documents = original_embed
 
         ratio = first["wall_s"] / embed_alone if embed_alone else None

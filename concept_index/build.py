@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .graph import INFLUENCES, PART_OF, ROOT, ConceptIndex, IndexConfig, MergeFn
+from .dag import INFLUENCES, PART_OF, ROOT, IndexConfig, MergeFn
+from .graph import ConceptIndex
 from .text import (
+    Rarity,
     extractive_summary,
     key_phrases,
     norm_label,
@@ -117,8 +119,6 @@ def update_from_store(
     events_before = len(ci.events)
 
     # rarity statistics over labels and pages (for compare_generality)
-    from .text import Rarity
-
     ci.rarity = Rarity(p.text for p in pages)
 
     # 1. the charter: concept hints (forced chains) and section titles

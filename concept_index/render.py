@@ -6,7 +6,8 @@ import json
 import re
 from collections.abc import Iterable
 
-from .graph import INFLUENCES, PART_OF, ROOT, ConceptIndex
+from .dag import INFLUENCES, PART_OF, ROOT
+from .graph import ConceptIndex
 
 _ARROWS = {"is-a": "-->", "part-of": "-.->|part-of|", "influences": "==>|influences|"}
 
@@ -58,7 +59,7 @@ def render_mermaid(ci: ConceptIndex, nodes: Iterable[str] | None = None, *, high
     keep.add(ROOT)
     hl = set(highlight)
     lines = ["flowchart TD"]
-    for n in ci._ordered_nodes():
+    for n in ci.ordered_nodes():
         if n in keep:
             shape = f'(("{_mlabel(ci.label(n))}"))' if n == ROOT else f'["{_mlabel(ci.label(n))}"]'
             lines.append(f"  {_mid(n)}{shape}")
@@ -72,7 +73,7 @@ def render_mermaid(ci: ConceptIndex, nodes: Iterable[str] | None = None, *, high
 
 def render_dot(ci: ConceptIndex) -> str:
     lines = ["digraph concepts {", "  rankdir=TB;", "  node [shape=box];"]
-    for n in ci._ordered_nodes():
+    for n in ci.ordered_nodes():
         d = ci.node(n)
         style = ", style=dashed" if d["status"] == "tentative" else ""
         label = ci.label(n).replace('"', '\\"')

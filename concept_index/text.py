@@ -64,10 +64,26 @@ class Heading:
     parent: str | None = None  # the enclosing heading's text (nesting gives part-of)
 
 
+#: A list item's marker ("- ", "* ", "• ", "– ", "1. ", "2) "): list items are prose, never headings.
+LIST_MARKER = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
+HEADING_MAX_WORDS = 12
+
+
+def is_heading(line: str) -> bool:
+    """brt's one heading rule. Extraction keeps each heading of a page on a line of its own; such a line is
+    short (at most 12 words) and does not end like a sentence or a clause (``. ! ? … : ;`` or a closing quote).
+    List items are prose. Synthesis (quotes never take a heading) and the concept index (headings become
+    concepts) both use this rule."""
+    if LIST_MARKER.match(line):
+        return False
+    return len(line.split()) <= HEADING_MAX_WORDS and not re.search(r"[.!?…:;\"”]$", line)
+
+
 def looks_like_heading(line: str) -> bool:
-    """A short line without sentence punctuation that is not a bare number, date or boilerplate."""
+    """A heading (``is_heading``) that can name a concept: at most 10 words and 90 characters, not ending in a
+    comma or a closing bracket, mostly letters and not only stop words (no bare number, date or boilerplate)."""
     n = len(line.split())
-    if n == 0 or n > 10 or len(line) > 90 or len(line) < 3:
+    if n == 0 or n > 10 or len(line) > 90 or len(line) < 3 or not is_heading(line):
         return False
     if re.search(r"[.!?…;,\"”')\]]$", line):
         return False

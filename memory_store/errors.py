@@ -2,10 +2,14 @@
 
 MemoryStoreError
 ├── StoreNotFound        the charter's store does not exist (never harvested, or cleaned)
-├── StoreLocked          another process holds the store's write lock
+├── StoreLocked          another process holds the store's write lock (or harvests it)
 ├── ModelMismatch        the store was built with another embedding model
 ├── EmbeddingModelError  the embedding model cannot be found or loaded
-└── StoreCorrupt         the store's files cannot be read
+├── StoreCorrupt         the store's files cannot be read
+└── StoreWriteError      a write to the store failed (the rows written before stay consistent)
+
+LanceDB's and the filesystem's own errors are translated where the store calls them (``store.py``) and chained
+(``raise ... from``).
 """
 
 
@@ -31,3 +35,7 @@ class EmbeddingModelError(MemoryStoreError):
 
 class StoreCorrupt(MemoryStoreError):
     pass
+
+
+class StoreWriteError(MemoryStoreError):
+    """A write (upsert, delete, index build, compaction) failed."""

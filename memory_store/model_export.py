@@ -239,7 +239,7 @@ def _torch_reference(model_path: Path, texts: list[str]) -> Any:
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from .embeddings import max_tokens_for_path
+    from .model_files import max_tokens_for_path
 
     tok = AutoTokenizer.from_pretrained(str(model_path))
     model = AutoModel.from_pretrained(str(model_path)).eval()
@@ -394,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="only say whether the export is cached (exit 1 if not)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    from .embeddings import DEFAULT_MODEL, default_model_path
+    from .model_files import DEFAULT_MODEL, default_model_path
 
     path = default_model_path()
     if args.check:

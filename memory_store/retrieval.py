@@ -30,11 +30,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .records import Hit, make_snippet
+
 if TYPE_CHECKING:
     import numpy as np
 
-    from .memory import Memory
-    from .records import Hit
+    from .embeddings import Embedder
+    from .store import LanceStore
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +98,8 @@ def mmr_order(vectors: np.ndarray, relevance: Sequence[float], k: int, lam: floa
 
 
 def search(
-    memory: Memory,
+    store: LanceStore,
+    embedder: Embedder,
     queries: Sequence[str],
     *,
     k: int = 5,
@@ -109,11 +112,9 @@ def search(
     reranker_model: str | None = None,
     mmr_lambda: float | None = DEFAULT_MMR_LAMBDA,
 ) -> list[Hit]:
-    """Run the pipeline for ``queries`` (the first is the main one) over ``memory``'s store; best first."""
+    """Run the pipeline for ``queries`` (the first is the main one) over ``store``; best first. ``embedder``
+    embeds the queries. A BM25 side needs the store's full-text index (``Memory.search`` makes sure it exists)."""
     import numpy as np
-
-    from .memory import make_snippet
-    from .records import Hit
 
     if mode not in MODES:
         raise ValueError(f"unknown retrieval mode {mode!r}: expected one of {', '.join(MODES)}")
@@ -122,11 +123,8 @@ def search(
     queries = [q for q in dict.fromkeys(q.strip() for q in queries if q and q.strip())]
     if not queries or k <= 0:
         return []
-    store = memory._store
     n = max(int(candidates), k)
-    qvecs = memory.embedder.embed_queries(queries)
-    if mode != "vector":
-        memory._ensure_text_index()
+    qvecs = embedder.embed_queries(queries)
     pool: dict[str, Candidate] = {}
 
     def take(row: dict[str, Any]) -> Candidate:

@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import StoreCorrupt
+from .errors import StoreCorrupt, StoreWriteError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -149,7 +149,7 @@ class LanceStore:
             try:
                 table = self._connect().create_table(name, schema=schema, exist_ok=True)
             except Exception as exc:
-                raise StoreCorrupt(f"cannot create table {name!r} in {self.path}: {exc}") from exc
+                raise StoreWriteError(f"cannot create table {name!r} in {self.path}: {exc}") from exc
         else:
             try:
                 table = self._connect().open_table(name)
@@ -378,7 +378,7 @@ class LanceStore:
                     )
                 log.info("vector index %s built over %d chunks in %s", VECTOR_INDEX_TYPE, rows, self.path)
         except Exception as exc:  # noqa: BLE001 - search works without the indexes, only slower
-            raise StoreCorrupt(f"cannot build the search indexes of {self.path}: {exc}") from exc
+            raise StoreWriteError(f"cannot build the search indexes of {self.path}: {exc}") from exc
 
     def _unindexed(self, name: str) -> int:
         table = self._table(CHUNKS)
@@ -405,7 +405,7 @@ class LanceStore:
         try:
             table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
         except Exception as exc:
-            raise StoreCorrupt(f"cannot write chunks to {self.path}: {exc}") from exc
+            raise StoreWriteError(f"cannot write chunks to {self.path}: {exc}") from exc
 
     def upsert_pages(self, rows: list[dict[str, Any]]) -> None:
         if not rows:
@@ -417,7 +417,7 @@ class LanceStore:
         try:
             table.merge_insert("url").when_matched_update_all().when_not_matched_insert_all().execute(data)
         except Exception as exc:
-            raise StoreCorrupt(f"cannot write pages to {self.path}: {exc}") from exc
+            raise StoreWriteError(f"cannot write pages to {self.path}: {exc}") from exc
 
     def delete(self, name: str, column: str, values: Iterable[str]) -> None:
         values = list(values)
@@ -428,7 +428,50 @@ class LanceStore:
             for start in range(0, len(values), 500):
                 table.delete(_in_list(column, values[start : start + 500]))
         except Exception as exc:
-            raise StoreCorrupt(f"cannot delete from {name!r} in {self.path}: {exc}") from exc
+            raise StoreWriteError(f"cannot delete from {name!r} in {self.path}: {exc}") from exc
+
+    def compact(self) -> None:
+        """Compact both tables and delete every version but the latest. The caller holds the write lock: no
+        other writer can be mid-commit, so unverified files of older versions are safe to remove (a reader in
+        another process still holding an older version may see one failed read)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "removes every version except the latest": intended
+            for name in (CHUNKS, PAGES):
+                table = self._table(name)
+                if table is None:
+                    continue
+                try:
+                    try:
+                        table.optimize(cleanup_older_than=timedelta(seconds=0), delete_unverified=True)
+                    except TypeError:  # older lancedb without delete_unverified
+                        table.optimize(cleanup_older_than=timedelta(seconds=0))
+                except Exception as exc:
+                    raise StoreWriteError(f"cannot compact {name!r} in {self.path}: {exc}") from exc
+
+    def index_coverage(self) -> list[tuple[str | None, int | None, str | None]]:
+        """For each index of the chunks table, in order: (name, rows it covers (indexed + unindexed), None), or
+        (name, None, the problem met reading it). For ``Memory.check``."""
+        table = self._table(CHUNKS)
+        if table is None:
+            return []
+        try:
+            indices = list(table.list_indices())
+        except Exception as exc:  # noqa: BLE001
+            return [(None, None, f"cannot list indexes: {exc}")]
+        out: list[tuple[str | None, int | None, str | None]] = []
+        for index in indices:
+            name = getattr(index, "name", None)
+            try:
+                stats = table.index_stats(name)
+            except Exception as exc:  # noqa: BLE001
+                out.append((name, None, f"cannot read index {name}: {exc}"))
+                continue
+            if stats is None:
+                continue
+            indexed = int(getattr(stats, "num_indexed_rows", 0) or 0)
+            covered = indexed + int(getattr(stats, "num_unindexed_rows", 0) or 0)
+            out.append((name, covered, None))
+        return out
 
     def optimize(self) -> None:
         """Compact and drop old versions (kept 5 minutes for readers in other processes)."""

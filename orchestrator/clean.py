@@ -3,16 +3,18 @@ and status, the read-only summary of a store."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory_store.clock import file_stamp
+
 from . import __version__
-from .config import open_memory, snapshots_dir
+from .api import make_module_callable
+from .config import memory_basepath, open_memory, snapshots_dir
+from .harvest.har import har_files, merge_hars
 
 if TYPE_CHECKING:
     from memory_store import Memory
@@ -31,50 +33,7 @@ class CleanResult:
 
 
 def default_snapshot_path(charter_id: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return snapshots_dir() / f"{charter_id}-{stamp}.jsonl"
-
-
-def har_files(memory: Memory) -> list[Path]:
-    """The HAR archives the store's harvests recorded, oldest first."""
-    folder = memory.path / "har"
-    return sorted(folder.glob("*.har")) if folder.is_dir() else []
-
-
-def merge_hars(hars: list[Path], dest: Path) -> Path | None:
-    """Write one HAR holding every entry of ``hars``; the newest harvest's entries come first, so a replay
-    serves what was read last. The ``log.comment`` of each (e.g. "incomplete: browser crashed ...", written when
-    a crash cut a recording short) is kept, one per line."""
-    merged: dict[str, Any] | None = None
-    entries: list[Any] = []
-    pages: list[Any] = []
-    comments: list[str] = []
-    for har in reversed(hars):
-        try:
-            data = json.loads(har.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            log.warning("skipping unreadable HAR %s: %s", har, exc)
-            continue
-        body = data.get("log", {})
-        if merged is None:
-            merged = data
-        entries.extend(body.get("entries", []))
-        pages.extend(body.get("pages", []))
-        if body.get("comment"):
-            comments.append(f"{har.name}: {body['comment']}")
-    if merged is None:
-        return None
-    merged["log"]["entries"] = entries
-    merged["log"]["pages"] = pages
-    if comments:
-        merged["log"]["comment"] = "\n".join(comments)
-        incomplete = [c for c in comments if "incomplete:" in c]
-        if incomplete:
-            log.warning("the merged HAR %s is incomplete: %s", dest, "; ".join(incomplete))
-    tmp = dest.with_suffix(".har.tmp")
-    tmp.write_text(json.dumps(merged), encoding="utf-8")
-    tmp.replace(dest)
-    return dest
+    return snapshots_dir() / f"{charter_id}-{file_stamp()}.jsonl"
 
 
 def clean(
@@ -158,8 +117,6 @@ def status(charter: Charter) -> StatusReport:
     """What the charter's store holds: pages, chunks, model, disk size and the last harvest's outcomes."""
     from memory_store import Memory
 
-    from .config import memory_basepath
-
     base = memory_basepath()
     if not Memory.exists(charter.id, basepath=base):
         return StatusReport(charter.id, exists=False, path=base / charter.id)
@@ -186,3 +143,6 @@ def status(charter: Charter) -> StatusReport:
             "outcomes": dict(Counter(e.get("outcome") for e in last)),
         }
     return report
+
+
+make_module_callable(__name__, "clean")

@@ -54,25 +54,6 @@ def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _load(path: str):
-    from .charter import load_charter
-
-    return load_charter(path)
-
-
-def _require_store(charter) -> None:
-    from memory_store import Memory
-    from memory_store.errors import StoreNotFound
-
-    from .config import memory_basepath
-
-    if not Memory.exists(charter.id, basepath=memory_basepath()):
-        raise StoreNotFound(
-            f"charter {charter.id!r} has no store (never harvested, or cleaned): run `brt harvest "
-            f"{charter.source or 'CHARTER'}` first"
-        )
-
-
 def _print_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
 
@@ -145,9 +126,11 @@ def harvest(
     charter: str, replay: str | None, browser_url: str | None, via: str, refresh: bool, as_json: bool
 ) -> None:
     """Read the charter's seeds and linked pages into its store."""
+    from . import service
     from .harvest import harvest as run_harvest
+    from .harvest.summary import format_summary, summarize
 
-    c = _load(charter)
+    c = service.load(charter)
     progress = _progress()
     try:
         report = run_harvest(
@@ -161,7 +144,7 @@ def harvest(
     finally:
         progress.close()
     if as_json:
-        _print_json(report.to_json())
+        _print_json(service.harvest_json(report))
         return
     counts = report.counts()
     summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) or "nothing attempted"
@@ -172,8 +155,6 @@ def harvest(
     for e in report.events:
         if e.get("outcome") != "stored":
             click.echo(f"  {e.get('outcome')}: {e.get('url')} ({e.get('reason')})")
-    from .hardening import format_summary, summarize
-
     click.echo(format_summary(summarize(report.events, report.elapsed_s)))
 
 
@@ -219,49 +200,30 @@ def search(
     as_json: bool,
 ) -> None:
     """Search the charter's store (hybrid BM25 + vector with MMR by default; see README "Retrieval")."""
-    from .config import open_memory
-    from .synthesize import display_url
+    from . import service
+    from .evidence import display_url
 
-    c = _load(charter)
-    _require_store(c)
-    mem = open_memory(c, create=False)
-    r = c.retrieval
-    hits = mem.search(
+    c = service.load(charter)
+    hits = service.search(
+        c,
         query,
         k=k,
         subtree=subtree,
         min_score=min_score,
-        mode=mode or r.mode,
-        candidates=r.candidates,
-        rerank=r.rerank if rerank is None else rerank,
-        reranker_model=reranker_model or r.reranker_model,
-        mmr_lambda=None if no_mmr else (r.mmr_lambda if mmr_lambda is None else mmr_lambda),
+        mode=mode,
+        rerank=rerank,
+        reranker_model=reranker_model,
+        mmr_lambda=mmr_lambda,
+        no_mmr=no_mmr,
     )
     if as_json:
-        _print_json(
-            {
-                "query": query,
-                "hits": [
-                    {
-                        "id": h.id,
-                        "url": h.metadata["url"],
-                        "last_updated": h.metadata.get("last_updated"),
-                        "score": round(float(h.score), 6),
-                        "snippet": h.snippet,
-                        "text": h.text,
-                        "matched_via": h.matched_via,
-                    }
-                    for h in hits
-                ],
-            }
-        )
+        _print_json(service.search_json(c, query, hits, subtree=subtree))
         return
     if not hits:
         click.echo("no hits")
     for i, h in enumerate(hits, 1):
         click.echo(
-            f"{i}. {h.score:.3f}  {display_url(h.metadata['url'])} "
-            f"(last updated: {h.metadata.get('last_updated') or 'unknown'})  {h.id[:19]}"
+            f"{i}. {h.score:.3f}  {display_url(h.url)} (last updated: {h.last_updated or 'unknown'})  {h.id[:19]}"
         )
         click.echo(f"   {h.snippet}")
 
@@ -280,19 +242,18 @@ def search(
 @_handle_errors
 def synthesize(charter: str, out: str | None, as_json: bool, allow_doc_anywhere: bool = False) -> None:
     """Answer each output section with evidence blocks or a Gap."""
+    from . import service
     from .safe_paths import charter_doc_path, record_written
     from .synthesize import synthesize as run_synthesize
 
-    c = _load(charter)
+    c = service.load(charter)
     if out is None:  # security (issue 11): a charter may not aim outputs.doc outside its folder unasked
         charter_doc_path(c, allow_anywhere=allow_doc_anywhere)
-    _require_store(c)
+    service.require_store(c)
     result = run_synthesize(c, out=out)
     record_written([result.doc_path, result.json_path])
     if as_json:
-        doc = result.to_json()
-        doc["doc_path"], doc["json_path"] = str(result.doc_path), str(result.json_path)
-        _print_json(doc)
+        _print_json(service.synthesis_json(result))
         return
     click.echo(result.markdown, nl=False)
     _note(f"wrote {result.doc_path} and {result.json_path}")
@@ -308,10 +269,11 @@ def synthesize(charter: str, out: str | None, as_json: bool, allow_doc_anywhere:
 @_handle_errors
 def clean(charter: str, snapshot: str | None, keep: bool, no_vectors: bool) -> None:
     """Write the audit snapshot (JSONL + HAR), then destroy the store."""
+    from . import service
     from .clean import clean as run_clean
 
-    c = _load(charter)
-    _require_store(c)
+    c = service.load(charter)
+    service.require_store(c)
     result = run_clean(c, snapshot=snapshot, keep=keep or None, vectors=not no_vectors)
     from .safe_paths import record_written
 
@@ -331,28 +293,14 @@ def clean(charter: str, snapshot: str | None, keep: bool, no_vectors: bool) -> N
 @_handle_errors
 def status(charter: str, as_json: bool, check: bool = False) -> None:
     """Pages, chunks, model, disk size and last harvest of the charter's store."""
-    from .clean import status as run_status
-    from .hardening import format_summary, last_summary
+    from . import service
+    from .harvest.summary import format_summary
 
-    c = _load(charter)
-    report = run_status(c)
-    checked = None
-    summary = None
-    if report.exists:
-        from .config import open_memory
-        from .storecheck import check_store
-
-        mem = open_memory(c, create=False)
-        summary = last_summary(mem)
-        if check:
-            checked = check_store(mem)
+    c = service.load(charter)
+    doc = service.status(c, check=check)
+    report, summary, checked = doc.report, doc.summary, doc.check
     if as_json:
-        doc = report.to_json()
-        if summary is not None:
-            doc["last_harvest_summary"] = summary
-        if checked is not None:
-            doc["check"] = checked.to_json()
-        _print_json(doc)
+        _print_json(doc.to_json())
         if checked is not None and not checked.ok:
             sys.exit(EXIT_FAILURE)
         return
@@ -391,11 +339,10 @@ def concepts(charter: str, fmt: str, rebuild: bool) -> None:
     """Show the charter's concept index (built from the store first when missing or out of date)."""
     from concept_index import render, update_from_store
 
-    from .config import open_memory
+    from . import service
 
-    c = _load(charter)
-    _require_store(c)
-    mem = open_memory(c, create=False)
+    c = service.load(charter)
+    mem = service.open_store(c)
     ci, _ = update_from_store(mem, c.outputs.sections, rebuild=rebuild)
     click.echo(render(ci, fmt), nl=False)
 
@@ -411,11 +358,12 @@ def concepts(charter: str, fmt: str, rebuild: bool) -> None:
 def eval_cmd(charters: tuple[str, ...], answers: str | None, out_dir: str | None, repeats: int,
              as_json: bool) -> None:
     """Keep-or-cut: synthesize each (harvested) charter with and without the concept index."""
+    from . import service
     from .evaluate import evaluate, format_table, load_answers
 
-    loaded = [_load(c) for c in charters]
+    loaded = [service.load(c) for c in charters]
     for c in loaded:
-        _require_store(c)
+        service.require_store(c)
     report = evaluate(loaded, answers=load_answers(answers), out_dir=out_dir, repeats=repeats)
     if as_json:
         _print_json(report.to_json())
@@ -433,7 +381,9 @@ def charter_group() -> None:
 @_handle_errors
 def charter_validate(file: str) -> None:
     """Validate a charter file; exit 2 naming the field when it is invalid."""
-    c = _load(file)
+    from . import service
+
+    c = service.load(file)
     click.echo(
         f"{file}: valid charter {c.id!r} ({len(c.seeds)} seeds, {len(c.allowed_domains)} allowed domains, "
         f"{len(c.outputs.sections)} sections)"

@@ -1,18 +1,61 @@
-"""Exceptions raised by the orchestrator.
+"""Exceptions raised by the orchestrator, and the one place where the browser's errors are read.
 
     BrtError
-    ├── CharterError         an invalid charter file (names the file and field path); CLI exit 2
-    ├── BrowserNotFound      no Chromium/Chrome could be found or launched
-    ├── HarvestError         a harvest could not run at all (single pages never raise: they become events)
-    │   ├── BrowserCrashed   the browser crashed more often than brt relaunches it (or an attached one went away)
-    │   └── DiskFull         the disk (or quota) filled up during a harvest: it stopped, what was stored is kept
-    ├── HarvestBusy          another harvest of the same charter is running
-    └── PortInUse            the demo site's port is taken (``brt demo`` then serves on a free port)
+    ├── CharterError           an invalid charter file (names the file and field path); CLI exit 2
+    ├── BrowserNotFound        no Chromium/Chrome could be found or launched
+    ├── BrowserError           one browser operation failed (translated by ``browser_error``; becomes an event)
+    │   ├── BrowserTimeout     the operation timed out
+    │   ├── TargetClosed       the page, context or browser closed under the call (a crash, or brt closed it)
+    │   │   └── PageCrashed    the tab's renderer crashed
+    │   ├── DownloadStarted    the navigation turned into a download
+    │   ├── NavigationRefused  brt's own routing refused the request (net::ERR_BLOCKED_BY_CLIENT)
+    │   ├── PolicyRefused      the browser's URL policy refused it (chrome-devtools-mcp --allowedUrlPattern)
+    │   ├── NetworkError       a network error worth another try (net::ERR_CONNECTION_RESET, ...)
+    │   ├── NavigationAborted  the navigation was aborted (net::ERR_ABORTED)
+    │   └── RequestFailed      a request failed without a reason (net::ERR_FAILED: e.g. missing from a replay HAR)
+    ├── HarvestError           a harvest could not run at all (single pages never raise: they become events)
+    │   ├── HarvestBusy        another harvest of the same charter is running
+    │   ├── BrowserCrashed     the browser crashed more often than brt relaunches it (or an attached one went away)
+    │   ├── DiskFull           the disk (or quota) filled up during a harvest: it stopped, what was stored is kept
+    │   ├── DevtoolsMcpNotFound  node or the chrome-devtools-mcp package is missing
+    │   └── DevtoolsMcpError   chrome-devtools-mcp answered something brt cannot use
+    ├── PageRefused            a page that may not enter the store (add_page: off the allowlist, no text, ...)
+    └── PortInUse              the demo site's port is taken (``brt demo`` then serves on a free port)
 
-memory_store errors (memory_store.errors.MemoryStoreError) pass through unchanged; the CLI maps both families.
+memory_store errors (memory_store.errors.MemoryStoreError) pass through unchanged; the CLI and the MCP server map
+both families. Playwright has few exception types and says what happened in its messages (and Chromium's
+``net::ERR_*`` codes); ``error_kind`` reads them here, and nowhere else.
 """
 
 from __future__ import annotations
+
+import re
+
+__all__ = [
+    "BrowserCrashed",
+    "BrowserError",
+    "BrowserNotFound",
+    "BrowserTimeout",
+    "BrtError",
+    "CharterError",
+    "DevtoolsMcpError",
+    "DevtoolsMcpNotFound",
+    "DownloadStarted",
+    "HarvestBusy",
+    "HarvestError",
+    "NavigationAborted",
+    "NavigationRefused",
+    "NetworkError",
+    "PageCrashed",
+    "PageRefused",
+    "PolicyRefused",
+    "PortInUse",
+    "RequestFailed",
+    "TargetClosed",
+    "browser_error",
+    "error_kind",
+    "first_line",
+]
 
 
 class BrtError(Exception):
@@ -30,6 +73,46 @@ class CharterError(BrtError):
 
 
 class BrowserNotFound(BrtError):
+    pass
+
+
+class BrowserError(BrtError):
+    """One browser operation failed. The message is the first line of the browser's own."""
+
+
+class BrowserTimeout(BrowserError):
+    pass
+
+
+class TargetClosed(BrowserError):
+    pass
+
+
+class PageCrashed(TargetClosed):
+    pass
+
+
+class DownloadStarted(BrowserError):
+    pass
+
+
+class NavigationRefused(BrowserError):
+    pass
+
+
+class PolicyRefused(BrowserError):
+    pass
+
+
+class NetworkError(BrowserError):
+    pass
+
+
+class NavigationAborted(BrowserError):
+    pass
+
+
+class RequestFailed(BrowserError):
     pass
 
 
@@ -51,6 +134,18 @@ class BrowserCrashed(HarvestError):
         self.report = report
 
 
+class DevtoolsMcpNotFound(HarvestError):
+    """node or the chrome-devtools-mcp package is missing."""
+
+
+class DevtoolsMcpError(HarvestError):
+    """chrome-devtools-mcp answered something brt cannot use."""
+
+
+class PageRefused(BrtError):
+    """A page that may not enter the store (off the allowlist, not http(s), no readable text, bad input)."""
+
+
 class PortInUse(BrtError):
     """A local port brt was asked to serve on is already in use."""
 
@@ -62,3 +157,72 @@ class DiskFull(HarvestError):
     def __init__(self, message: str, report: object | None = None):
         super().__init__(message)
         self.report = report
+
+
+def first_line(error: BaseException | str | None) -> str:
+    """The first line of an error's message (an exception without one: its type name), or of a text (an empty
+    one: "(no output)"): what an event's reason or a log line quotes."""
+    if isinstance(error, BaseException):
+        text = str(error).strip()
+        return text.splitlines()[0] if text else type(error).__name__
+    text = (error or "").strip()
+    return text.splitlines()[0] if text else "(no output)"
+
+
+# -- the browser's messages ---------------------------------------------------------------------------------
+
+_CRASH_MARKERS = ("page crashed", "target crashed")
+_CLOSED_MARKERS = (
+    "has been closed",
+    "target closed",
+    "browser closed",
+    "connection closed",
+    "browser has disconnected",
+    "targetclosederror",
+)
+_NETWORK_ERRORS = re.compile(
+    r"ERR_(CONNECTION_(REFUSED|RESET|CLOSED|ABORTED|FAILED|TIMED_OUT)|EMPTY_RESPONSE|TIMED_OUT|NETWORK_CHANGED|"
+    r"INCOMPLETE_CHUNKED_ENCODING|CONTENT_LENGTH_MISMATCH|SOCKET_NOT_CONNECTED|HTTP2_PROTOCOL_ERROR|"
+    r"NETWORK_IO_SUSPENDED|INVALID_CHUNKED_ENCODING)"
+)
+# What chrome-devtools-mcp's --allowedUrlPattern (Chromium's URL blocklist policy) makes of a refused navigation.
+_POLICY_ERRORS = ("ERR_INTERNET_DISCONNECTED", "ERR_BLOCKED_BY_ADMINISTRATOR")
+
+
+def error_kind(text: str | None) -> type[BrowserError]:
+    """The kind of browser error a message stands for: a Playwright error as ``"<type>: <message>"``, a
+    request's failure text, chrome-devtools-mcp's output, or an event reason that quotes one of them. Markers
+    are tried in this order: renderer crash, closed target, download, brt's refusal, URL policy, network error,
+    aborted, failed; ``BrowserError`` itself when none matches."""
+    text = text or ""
+    lowered = text.lower()
+    if any(m in lowered for m in _CRASH_MARKERS):
+        return PageCrashed
+    if any(m in lowered for m in _CLOSED_MARKERS):
+        return TargetClosed
+    if "Download is starting" in text:
+        return DownloadStarted
+    if "ERR_BLOCKED_BY_CLIENT" in text:
+        return NavigationRefused
+    if any(code in text for code in _POLICY_ERRORS):
+        return PolicyRefused
+    if _NETWORK_ERRORS.search(text):
+        return NetworkError
+    if "ERR_ABORTED" in text:
+        return NavigationAborted
+    if "ERR_FAILED" in text:
+        return RequestFailed
+    return BrowserError
+
+
+def browser_error(exc: BaseException) -> BrowserError:
+    """``exc`` (a Playwright error, or the asyncio timeout around a browser call) as the BrtError it stands for,
+    chained to it. Playwright's TimeoutError is a BrowserTimeout unless its message says the target is gone."""
+    if isinstance(exc, BrowserError):
+        return exc
+    kind = error_kind(f"{type(exc).__name__}: {exc}")
+    if kind is BrowserError and type(exc).__name__ == "TimeoutError":
+        kind = BrowserTimeout
+    err = kind(first_line(exc))
+    err.__cause__ = exc
+    return err

@@ -33,7 +33,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from .untrusted import QUOTE_CLOSE, QUOTE_OPEN, escape_untrusted, quote_untrusted, safe_url
+from .untrusted import QUOTE_CLOSE, QUOTE_OPEN, agent_report, escape_untrusted, quote_untrusted, safe_url
 
 if TYPE_CHECKING:
     from .charter import Charter
@@ -65,11 +65,16 @@ def _tool_error(message: str) -> Exception:
 
 
 def _load(path: str) -> "Charter":
-    from .charter import load_charter
+    from . import service
 
     if not isinstance(path, str) or not path.strip():
         raise _tool_error("charter_path must be the path of a charter file (YAML or JSON)")
-    return load_charter(Path(path).expanduser())
+    return service.load(path)
+
+
+#: How the MCP server tells an agent to make a store (``service.require_store``).
+def _next_step(charter: "Charter") -> str:
+    return f"call the harvest tool (or add_page) for {charter.source or 'the charter'} first"
 
 
 async def _call(fn: Callable[[], T]) -> T:
@@ -100,19 +105,6 @@ def _result(doc: dict[str, Any]) -> CallToolResult:
         content=[TextContent(type="text", text=json.dumps(doc, indent=2, ensure_ascii=False))],
         structured_content=doc,
     )
-
-
-def _require_store(charter: "Charter") -> None:
-    from memory_store import Memory
-    from memory_store.errors import StoreNotFound
-
-    from .config import memory_basepath
-
-    if not Memory.exists(charter.id, basepath=memory_basepath()):
-        raise StoreNotFound(
-            f"charter {charter.id!r} has no store (never harvested, or cleaned): call the harvest tool "
-            f"(or add_page) for {charter.source or 'the charter'} first"
-        )
 
 
 class _McpProgress:
@@ -177,56 +169,6 @@ def _log_failure(future: Any) -> None:
         future.result()
     except Exception as exc:  # a client that went away must not break the harvest
         logger.debug("progress notification failed: %s", exc)
-
-
-def _hit_json(hit: Any) -> dict[str, Any]:
-    url = safe_url(hit.metadata.get("url"))
-    return {
-        "id": hit.id,
-        "score": round(float(hit.score), 6),
-        "url": url,
-        "last_updated": hit.metadata.get("last_updated"),
-        "title": quote_untrusted(hit.metadata.get("title"), url),
-        "matched_via": getattr(hit, "matched_via", None),
-        "text": quote_untrusted(hit.text, url),
-    }
-
-
-_EVENT_URLS = ("url", "final_url")
-_EVENT_URL_LISTS = ("links", "blocked_requests")
-_EVENT_TEXT = ("reason", "partial", "error")
-_EVENT_KEEP = ("type", "depth", "outcome", "status", "started_at", "timings", "chunks", "bytes", "run_id",
-               "unchanged", "attempt", "at", "s", "retry_in_s")
-
-
-def _agent_record(record: dict[str, Any]) -> dict[str, Any]:
-    """A harvest event (or one of its attempts) for an agent: URLs as WHATWG serialisations (percent-encoded,
-    no userinfo), every free-text field (reasons can carry what a server sent: a Location, a Content-Type, a
-    malformed status line) quoted as untrusted; the fingerprint (hashes and headers) is left out (it is in the
-    store's journal and the snapshot)."""
-    out: dict[str, Any] = {}
-    for key, value in record.items():
-        if key in _EVENT_URLS:
-            out[key] = safe_url(value)
-        elif key in _EVENT_URL_LISTS and isinstance(value, list):
-            out[key] = [safe_url(v) for v in value]
-        elif key in _EVENT_TEXT:
-            out[key] = quote_untrusted(value, "brt harvest (may hold text a server sent)") if value else value
-        elif key == "attempts" and isinstance(value, list):
-            out[key] = [_agent_record(a) for a in value if isinstance(a, dict)]
-        elif key in _EVENT_KEEP and (not isinstance(value, str) or key in ("type", "outcome", "started_at",
-                                                                            "run_id")):
-            out[key] = escape_untrusted(value) if isinstance(value, str) else value
-    return out
-
-
-def agent_report(doc: dict[str, Any]) -> dict[str, Any]:
-    """The harvest report (``HarvestReport.to_json()``) as the MCP ``harvest`` tool returns it: every string a
-    page or server controls escaped or quoted (see :func:`_agent_record`)."""
-    out = dict(doc)
-    out["events"] = [_agent_record(e) for e in doc.get("events", [])]
-    out["blocked_requests"] = [safe_url(u) for u in doc.get("blocked_requests", [])]
-    return out
 
 
 # -- the server ----------------------------------------------------------------------------------------------
@@ -298,6 +240,7 @@ def build_server() -> MCPServer:
             Field(description="Attach to a running Chrome over CDP (e.g. http://127.0.0.1:9222), in a fresh context."),
         ] = None,
     ) -> CallToolResult:
+        from . import service
         from .harvest import harvest as run_harvest
 
         charter = await _call(lambda: _load(charter_path))
@@ -306,9 +249,8 @@ def build_server() -> MCPServer:
             lambda: run_harvest(charter, progress=progress, refresh=refresh, via=via, browser_url=browser_url)
         )
         progress.close()
-        doc = agent_report(report.to_json())  # security: page-controlled strings escaped or quoted (issue 11)
-        doc["summary"] = report.summary()
-        return _result(doc)
+        # security: page-controlled strings escaped or quoted (issue 11)
+        return _result(agent_report(service.harvest_json(report)))
 
     @server.tool(
         title="Add a page you already have",
@@ -330,7 +272,7 @@ def build_server() -> MCPServer:
             str | None, Field(description="The page's last-updated date, YYYY-MM-DD.", pattern=r"^\d{4}-\d{2}-\d{2}$")
         ] = None,
     ) -> CallToolResult:
-        from .pages import ingest_page
+        from .harvest.pages import ingest_page
 
         charter = await _call(lambda: _load(charter_path))
         if (html is None) == (text is None):
@@ -367,17 +309,14 @@ def build_server() -> MCPServer:
             str | None, Field(description="Only chunks under this concept path (concept index), e.g. 'A > B'.")
         ] = None,
     ) -> CallToolResult:
-        from .config import open_memory
+        from . import service
 
         charter = await _call(lambda: _load(charter_path))
-
-        def run_search() -> list[Any]:
-            _require_store(charter)
-            return open_memory(charter, create=False).search(query, k=k, subtree=subtree)
-
-        hits = await _call(run_search)
+        hits = await _call(
+            lambda: service.search(charter, query, k=k, subtree=subtree, next_step=_next_step(charter))
+        )
         return _result(
-            {"charter_id": charter.id, "query": query, "subtree": subtree, "hits": [_hit_json(h) for h in hits]}
+            service.search_json(charter, query, hits, subtree=subtree, quote=quote_untrusted, url=safe_url)
         )
 
     @server.tool(
@@ -401,12 +340,12 @@ def build_server() -> MCPServer:
                     "the concept index is not available in this version of brt (concept_index.ConceptIndex "
                     f"cannot be imported: {exc})"
                 ) from exc
-            from .config import open_memory
+            from . import service
 
-            _require_store(charter)
+            memory = service.open_store(charter, next_step=_next_step(charter))
             try:
                 try:
-                    index = ConceptIndex(memory=open_memory(charter, create=False))
+                    index = ConceptIndex(memory=memory)
                 except TypeError:  # an index that only takes the charter id
                     index = ConceptIndex(charter.id)
                 found = index.resolve_path(text)
@@ -447,7 +386,7 @@ def build_server() -> MCPServer:
             str | None, Field(description="Markdown path to write (default: the charter's outputs.doc).")
         ] = None,
     ) -> CallToolResult:
-        from .synthesize import display_url
+        from . import service
         from .synthesize import synthesize as run_synthesize
 
         charter = await _call(lambda: _load(charter_path))
@@ -455,51 +394,14 @@ def build_server() -> MCPServer:
         def run() -> Any:
             from .safe_paths import agent_output_paths, record_written
 
-            _require_store(charter)
+            service.require_store(charter, next_step=_next_step(charter))
             paths = agent_output_paths(charter, out, kind="synthesize")  # confined, no foreign overwrite
             done = run_synthesize(charter, out=paths[0])
             record_written([done.doc_path, done.json_path])
             return done
 
         result = await _call(run)
-        sections = []
-        for s in result.sections:
-            sections.append(
-                {
-                    "title": s.title,
-                    "label": s.label,
-                    "question": s.question,
-                    "blocks": [
-                        {
-                            "n": b.n,
-                            "citation": f"[{b.label} Evidence #{b.n}] — {safe_url(display_url(b.url))} "
-                            f"(last updated: {escape_untrusted(str(b.last_updated or 'unknown'))})",
-                            "url": safe_url(b.url),
-                            "last_updated": b.last_updated,
-                            "score": round(float(b.score), 4),
-                            "chunk_id": b.chunk_id,
-                            "quote": quote_untrusted(b.quote, b.url),
-                            "heading": b.heading,
-                            "also_at": [{"url": a.url, "last_updated": a.last_updated} for a in b.also_at],
-                        }
-                        for b in s.blocks
-                    ],
-                    "gaps": [g.markdown for g in s.gaps],
-                }
-            )
-        return _result(
-            {
-                "charter_id": result.charter_id,
-                "title": result.title,
-                "min_score": result.min_score,
-                "embedding_model": result.model,
-                "sections": sections,
-                "answered": sum(1 for s in result.sections if s.blocks),
-                "gaps": sum(len(s.gaps) for s in result.sections),
-                "doc_path": str(result.doc_path),
-                "json_path": str(result.json_path),
-            }
-        )
+        return _result(service.synthesis_json(result, quote=quote_untrusted, url=safe_url))
 
     @server.tool(
         title="Clean a charter's store",
@@ -514,6 +416,7 @@ def build_server() -> MCPServer:
         snapshot: Annotated[str | None, Field(description="Snapshot path (default under $BRT_HOME/snapshots).")] = None,
         no_vectors: Annotated[bool, Field(description="Leave embeddings out of the snapshot.")] = False,
     ) -> CallToolResult:
+        from . import service
         from .clean import clean as run_clean
 
         charter = await _call(lambda: _load(charter_path))
@@ -521,22 +424,14 @@ def build_server() -> MCPServer:
         def run() -> Any:
             from .safe_paths import agent_output_paths, record_written
 
-            _require_store(charter)
+            service.require_store(charter, next_step=_next_step(charter))
             paths = agent_output_paths(charter, snapshot, kind="clean")  # confined, no foreign overwrite
             done = run_clean(charter, snapshot=paths[0], keep=keep or None, vectors=not no_vectors)
             record_written([done.snapshot_path, done.har_path])
             return done
 
         result = await _call(run)
-        return _result(
-            {
-                "charter_id": charter.id,
-                "snapshot_path": str(result.snapshot_path),
-                "har_path": str(result.har_path) if result.har_path else None,
-                "destroyed": result.destroyed,
-                "counts": result.counts,
-            }
-        )
+        return _result(service.clean_json(charter, result))
 
     @server.tool(
         title="Store status",
@@ -544,11 +439,11 @@ def build_server() -> MCPServer:
         annotations=read_only,
     )
     async def status(charter_path: CharterPath) -> CallToolResult:
-        from .clean import status as run_status
+        from . import service
 
         charter = await _call(lambda: _load(charter_path))
-        report = await _call(lambda: run_status(charter))
-        return _result(report.to_json())
+        doc = await _call(lambda: service.status(charter))
+        return _result(doc.to_json())
 
     # -- prompts ------------------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .answer_types import AnswerType, carries, expected_type
-from .relevance import _STOP_WORDS, mentions
+from .relevance import STOP_WORDS, mentions
 
 if TYPE_CHECKING:
     from memory_store import Hit
@@ -43,7 +43,7 @@ def terms(text: str) -> list[str]:
     """Lower-cased content words, a plural ``s`` folded ("prices" and "price" match)."""
     out = []
     for w in _WORD.findall(text.lower()):
-        if w in _STOP_WORDS:
+        if w in STOP_WORDS:
             continue
         if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
             w = w[:-1]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 # Function words: a capitalised one starts no name ("What", "Is", "The").
-_STOP_WORDS = frozenset(
+STOP_WORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being below
     between both but by can cannot could did do does doing down during each either else ever every few for from
     further get gets got had has have having he her here hers him his how i if in into is it its itself just may
@@ -56,7 +56,7 @@ def named_subjects(question: str) -> list[str]:
         first_alone = i == 0 and not (
             word.isupper() or any(c.isdigit() for c in word) or (len(tokens) > 1 and _is_name_word(tokens[1]))
         )
-        starts = not run and (lowered in _STOP_WORDS or first_alone)
+        starts = not run and (lowered in STOP_WORDS or first_alone)
         if _is_name_word(word) and word != "I" and not starts:
             run.append(word)
         elif run and lowered in _NAME_CONNECTORS and i + 1 < len(tokens) and _is_name_word(tokens[i + 1]):

@@ -8,11 +8,15 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from concept_index.text import LIST_MARKER, is_heading
+from memory_store.clock import now
+
+from .api import make_module_callable
+from .evidence import EvidenceBlock, Gap, SectionResult, Source, SynthesisResult, display_url
 from .quotes import Quote, SentenceVectors, quote_hits, same_facts
 from .relevance import mentions, named_subjects
 
@@ -21,146 +25,26 @@ if TYPE_CHECKING:
 
     from .charter import Charter, Retrieval, Section
 
+__all__ = [  # the result records live in evidence.py; re-exported here, where users met them first
+    "EvidenceBlock",
+    "Gap",
+    "SectionResult",
+    "Source",
+    "SynthesisResult",
+    "display_url",
+    "evidence_candidates",
+    "render_markdown",
+    "select_evidence",
+    "signature_queries",
+    "synthesize",
+    "synthesize_section",
+]
+
 log = logging.getLogger(__name__)
 
 MAX_QUOTE_WORDS = 60
 # Candidates fetched per signature query before merging, thresholding and cutting to k.
 CANDIDATES_PER_QUERY = 20
-
-
-@dataclass
-class EvidenceBlock:
-    label: str
-    n: int
-    quote: str
-    url: str
-    last_updated: str | None
-    score: float
-    chunk_id: str
-    query: str
-    heading: bool = False  # the quote is a heading or headline of the page that states the answer
-    also_at: list[Source] = field(default_factory=list)  # other pages stating the same facts (merged blocks)
-    rank: float | None = None  # the rank score that ordered the section's blocks (orchestrator/quotes.py)
-
-    @property
-    def markdown(self) -> str:
-        from .untrusted import evidence_line, markdown_escape  # security: quote escaped, one line one block
-
-        line = evidence_line(self.label, self.n, self.quote, display_url(self.url), self.last_updated)
-        for src in self.also_at:
-            line += (
-                f"; also at {markdown_escape(display_url(src.url))}"
-                f" (last updated: {markdown_escape(src.last_updated or 'unknown')})"
-            )
-        return line
-
-
-@dataclass
-class Source:
-    """Another page whose chunk states what a block's quote states (the block is printed once, with both)."""
-
-    url: str
-    last_updated: str | None
-    chunk_id: str
-    quote: str
-    score: float
-
-
-@dataclass
-class Gap:
-    label: str
-    question: str
-    searched_chunks: int
-    searched_pages: int
-
-    @property
-    def markdown(self) -> str:
-        return (
-            f'[{self.label} Gap] No evidence met the threshold for "{self.question}" '
-            f"(searched {self.searched_chunks} chunks from {self.searched_pages} pages)."
-        )
-
-
-@dataclass
-class SectionResult:
-    title: str
-    label: str
-    question: str
-    queries: list[str]
-    blocks: list[EvidenceBlock] = field(default_factory=list)
-    gaps: list[Gap] = field(default_factory=list)
-
-    @property
-    def answered(self) -> bool:
-        return bool(self.blocks)
-
-
-@dataclass
-class SynthesisResult:
-    charter_id: str
-    title: str
-    sections: list[SectionResult]
-    min_score: float
-    model: str
-    generated_at: str
-    t_synth_s: float
-    markdown: str = ""
-    doc_path: Path | None = None
-    json_path: Path | None = None
-    # audit (issue 14): set by orchestrator.audit.hooks.audit_synthesis
-    acceptance: list[Any] = field(default_factory=list)
-    conflicts: list[Any] = field(default_factory=list)
-    agreements: list[Any] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "charter_id": self.charter_id,
-            "title": self.title,
-            "generated_at": self.generated_at,
-            "embedding_model": self.model,
-            "min_score": self.min_score,
-            "t_synth_s": round(self.t_synth_s, 3),
-            "sections": [
-                {
-                    "title": s.title,
-                    "label": s.label,
-                    "question": s.question,
-                    "queries": s.queries,
-                    "blocks": [
-                        {
-                            "n": b.n,
-                            "chunk_id": b.chunk_id,
-                            "url": b.url,
-                            "last_updated": b.last_updated,
-                            "score": round(b.score, 4),
-                            "quote": b.quote,
-                            "query": b.query,
-                            "heading": b.heading,
-                            "rank": round(b.rank, 4) if b.rank is not None else None,
-                            "also_at": [dict(asdict(a), score=round(a.score, 4)) for a in b.also_at],
-                            "markdown": b.markdown,
-                        }
-                        for b in s.blocks
-                    ],
-                    "gaps": [dict(asdict(g), markdown=g.markdown) for g in s.gaps],
-                }
-                for s in self.sections
-            ],
-            **_audit_json(self),  # audit (issue 14): acceptance, conflicts, agreements
-        }
-
-
-def _audit_json(result: SynthesisResult) -> dict[str, Any]:
-    from .audit.hooks import audit_json
-
-    return audit_json(result)
-
-
-def display_url(url: str) -> str:
-    """A URL without its scheme and without userinfo (``user:pass@``), as evidence blocks print it."""
-    from .url_safety import display  # security: never cite credentials or a spoofed user@ name (issue 11)
-
-    return display(url)
 
 
 # Signature queries (DESIGN "Signature & Retrieve"): 2-4 per section, built without an LLM:
@@ -248,18 +132,9 @@ def _clip_words(text: str, limit: int) -> str:
     return " ".join(words[:limit]) + " …"
 
 
-_LIST_MARKER = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
 # A heading that matches the question this much better than every sentence of the chunk points at the prose
 # under it ("How to minimise layout shift" above a list of fixes that never repeat those words).
 HEADING_MARGIN = 0.05
-
-
-def _is_heading(text: str) -> bool:
-    """A short line without sentence punctuation: a heading or a label, never part of a quote's prose. List
-    items are prose."""
-    if _LIST_MARKER.match(text):
-        return False
-    return len(text.split()) <= 12 and not re.search(r"[.!?…:;\"”]$", text)
 
 
 @dataclass
@@ -296,12 +171,12 @@ def choose_quote_in_context(
     the sentences that name what the question names: when some do, the quote starts at one of them."""
     if not spans:
         return QuoteChoice(_clip_words(chunk_text, MAX_QUOTE_WORDS))
-    heading = [_is_heading(chunk_text[a:b]) for a, b in spans]
+    heading = [is_heading(chunk_text[a:b]) for a, b in spans]
     owner: list[int | None] = []  # the heading each span stands under, within this chunk
     current: int | None = None
-    for i, is_heading in enumerate(heading):
+    for i, heads in enumerate(heading):
         owner.append(current)
-        if is_heading:
+        if heads:
             current = i
     prose = [i for i in range(len(spans)) if not heading[i]]
     if named is not None and any(named[i] for i in prose):
@@ -323,7 +198,7 @@ def choose_quote_in_context(
         return len(chunk_text[spans[a][0] : spans[b][1]].split())
 
     # Each list item is a statement of its own: a quote grows within its item, never into the next one.
-    item = [bool(_LIST_MARKER.match(chunk_text[a:b])) for a, b in spans]
+    item = [bool(LIST_MARKER.match(chunk_text[a:b])) for a, b in spans]
 
     while True:
         options = []
@@ -341,7 +216,7 @@ def choose_quote_in_context(
         else:
             break
     start = spans[lo][0]
-    marker = _LIST_MARKER.match(chunk_text[start : spans[lo][1]])
+    marker = LIST_MARKER.match(chunk_text[start : spans[lo][1]])
     if marker:  # a list item's bullet is layout, not words of the page
         start += marker.end()
     quote = _collapse(chunk_text[start : spans[hi][1]])
@@ -633,7 +508,7 @@ def synthesize(
         sections=sections,
         min_score=min_score,
         model=mem.model_name,
-        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        generated_at=now(),
         t_synth_s=0.0,
     )
     from .audit.hooks import after_synthesis, audit_synthesis
@@ -650,3 +525,6 @@ def synthesize(
     after_synthesis(charter, result, mem, routes)  # audit (issue 14): the store keeps the result for /clean
     log.info("synthesized %d sections into %s", len(sections), doc)
     return result
+
+
+make_module_callable(__name__, "synthesize")

@@ -25,6 +25,7 @@ from typing import Any
 __all__ = [
     "QUOTE_CLOSE",
     "QUOTE_OPEN",
+    "agent_report",
     "escape_untrusted",
     "markdown_escape",
     "markdown_quote",
@@ -174,3 +175,40 @@ def evidence_line(label: str, n: int, quote: str, cited_url: str, last_updated: 
         f'[{label} Evidence #{n}] "{markdown_quote(quote)}" — {markdown_escape(cited_url)} '
         f"(last updated: {markdown_escape(last_updated or 'unknown')})"
     )
+
+
+_EVENT_URLS = ("url", "final_url")
+_EVENT_URL_LISTS = ("links", "blocked_requests")
+_EVENT_TEXT = ("reason", "partial", "error")
+_EVENT_KEEP = ("type", "depth", "outcome", "status", "started_at", "timings", "chunks", "bytes", "run_id",
+               "unchanged", "attempt", "at", "s", "retry_in_s")
+
+
+def _agent_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A harvest event (or one of its attempts) for an agent: URLs as WHATWG serialisations (percent-encoded,
+    no userinfo), every free-text field (reasons can carry what a server sent: a Location, a Content-Type, a
+    malformed status line) quoted as untrusted; the fingerprint (hashes and headers) is left out (it is in the
+    store's journal and the snapshot)."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        if key in _EVENT_URLS:
+            out[key] = safe_url(value)
+        elif key in _EVENT_URL_LISTS and isinstance(value, list):
+            out[key] = [safe_url(v) for v in value]
+        elif key in _EVENT_TEXT:
+            out[key] = quote_untrusted(value, "brt harvest (may hold text a server sent)") if value else value
+        elif key == "attempts" and isinstance(value, list):
+            out[key] = [_agent_record(a) for a in value if isinstance(a, dict)]
+        elif key in _EVENT_KEEP and (not isinstance(value, str) or key in ("type", "outcome", "started_at",
+                                                                            "run_id")):
+            out[key] = escape_untrusted(value) if isinstance(value, str) else value
+    return out
+
+
+def agent_report(doc: dict[str, Any]) -> dict[str, Any]:
+    """The harvest report (``HarvestReport.to_json()``) as the MCP ``harvest`` tool returns it: every string a
+    page or server controls escaped or quoted (see :func:`_agent_record`)."""
+    out = dict(doc)
+    out["events"] = [_agent_record(e) for e in doc.get("events", [])]
+    out["blocked_requests"] = [safe_url(u) for u in doc.get("blocked_requests", [])]
+    return out

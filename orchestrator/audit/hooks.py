@@ -1,7 +1,6 @@
 """The small hooks synthesis, harvest and clean call (each marked "audit (issue 14)" at its call site).
 
 - ``audit_synthesis``: acceptance verdicts, conflicts and agreements of a finished synthesis;
-- ``audit_json``: their JSON, added to ``SynthesisResult.to_json()``;
 - ``section_lines`` / ``acceptance_lines``: their Markdown;
 - ``after_synthesis``: the store keeps the result (``trail.record_synthesis``);
 - ``after_harvest_start``: the store keeps the charter a harvest uses (``trail.record_charter``);
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
     from memory_store import Memory
 
     from ..charter import Charter
-    from ..synthesize import SectionResult, SynthesisResult
+    from ..evidence import SectionResult, SynthesisResult
 
 log = logging.getLogger(__name__)
 
@@ -60,23 +59,6 @@ def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory) -
     result.conflicts, result.agreements = find_conflicts(
         [SectionBlocks(s["title"], s["label"], s["blocks"]) for s in sections]
     )
-
-
-def audit_json(result: SynthesisResult) -> dict[str, Any]:
-    acceptance = getattr(result, "acceptance", [])
-    return {
-        "acceptance": [v.to_json() for v in acceptance],
-        "acceptance_summary": _summary(acceptance),
-        "conflicts": [c.to_json() for c in getattr(result, "conflicts", [])],
-        "agreements": [a.to_json() for a in getattr(result, "agreements", [])],
-    }
-
-
-def _summary(acceptance: list[Any]) -> dict[str, int]:
-    out = {"covered": 0, "partial": 0, "not covered": 0}
-    for v in acceptance:
-        out[v.verdict] = out.get(v.verdict, 0) + 1
-    return out
 
 
 def section_lines(result: SynthesisResult, section: SectionResult) -> list[str]:

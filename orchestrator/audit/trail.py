@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from memory_store import Memory
 
     from ..charter import Charter
-    from ..synthesize import SynthesisResult
+    from ..evidence import SynthesisResult
 
 log = logging.getLogger(__name__)
 

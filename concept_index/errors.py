@@ -1,0 +1,15 @@
+"""Exceptions raised by concept_index.
+
+ConceptIndexError
+└── CycleRefused     an edge that would make the concept graph cyclic (also a ValueError)
+
+memory_store errors (reading the store the index is built from) pass through unchanged.
+"""
+
+
+class ConceptIndexError(Exception):
+    """Base class of every concept_index error."""
+
+
+class CycleRefused(ConceptIndexError, ValueError):
+    """An edge that would make the concept graph cyclic."""

@@ -1,0 +1,220 @@
+"""Writes to a store (private to memory_store): chunking and embedding pages outside the write lock, then
+bringing the chunk rows in line with the pages table (``reconcile``), which also repairs what an interrupted
+write left behind."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from ._meta import StoreMeta
+from .chunking import Chunk, chunk_with
+from .clock import now as clock_now
+from .pointers import purge_urls
+from .records import PageInput
+from .store import CHUNKS, PAGES, LanceStore
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .embeddings import Embedder
+
+log = logging.getLogger(__name__)
+
+OPTIMIZE_AFTER_CHUNKS = 256
+
+
+def collect_inputs(pages: Any) -> dict[str, PageInput]:
+    """The pages to store by URL (a URL given twice: the last version wins); ValueError for a page without URL
+    or text."""
+    inputs: dict[str, PageInput] = {}
+    for raw in pages:
+        page = PageInput.from_any(raw)
+        if not page.url:
+            raise ValueError("page url must not be empty")
+        if page.text is None:
+            raise ValueError(f"page {page.url} has no text")
+        inputs.pop(page.url, None)
+        inputs[page.url] = page
+    return inputs
+
+
+def chunk_pages(emb: Embedder, inputs: dict[str, PageInput]) -> dict[str, list[Chunk]]:
+    """Each page's chunks (a chunk repeated within one page kept once)."""
+    chunked: dict[str, list[Chunk]] = {}
+    for url, page in inputs.items():
+        seen: set[str] = set()
+        chunks = []
+        for chunk in chunk_with(emb, page.text):
+            if chunk.id not in seen:
+                seen.add(chunk.id)
+                chunks.append(chunk)
+        chunked[url] = chunks
+    return chunked
+
+
+def embed_new(emb: Embedder, chunked: dict[str, list[Chunk]], known: set[str]) -> dict[str, Any]:
+    """Vectors of the chunks the store does not hold yet (``known``: its chunk ids), by chunk id. Done outside
+    the write lock (the slow part): whatever another writer adds meanwhile is simply reused, whatever it removes
+    is embedded under the lock by ``reconcile``."""
+    todo: dict[str, str] = {}
+    for chunks in chunked.values():
+        for c in chunks:
+            if c.id not in known:
+                todo.setdefault(c.id, c.text)
+    if not todo:
+        return {}
+    vecs = emb.embed_documents(list(todo.values()))
+    return dict(zip(todo, vecs, strict=True))
+
+
+def page_meta(store: LanceStore, url: str) -> dict[str, Any]:
+    """The title, last_updated and selector of a stored page (chunk rows carry them)."""
+    row = store.page(url) or {}
+    return {
+        "title": row.get("title"),
+        "last_updated": row.get("last_updated"),
+        "selector": row.get("selector"),
+    }
+
+
+def reconcile(
+    store: LanceStore,
+    store_meta: StoreMeta,
+    charter_id: str,
+    embed: Callable[[list[str]], np.ndarray],
+    inputs: dict[str, PageInput],
+    chunked: dict[str, list[Chunk]],
+    removed: set[str],
+    algo: str | None,
+    vectors: dict[str, Any] | None = None,
+) -> None:
+    """Bring chunk rows in line with the pages table after replacing ``inputs`` and removing ``removed``.
+
+    Also repairs leftovers of an interrupted write: orphan chunks are deleted, url/also_seen_at fixed.
+    Order: chunk rows, then page rows, then deletions, so a crash never loses stored data.
+    """
+    page_ids = store.page_chunk_ids()
+    meta = store.chunk_meta()
+    new_pages: dict[str, list[str]] = {u: ids for u, ids in page_ids.items() if u not in removed}
+    for url, chunks in chunked.items():
+        new_pages[url] = [c.id for c in chunks]
+    page_info: dict[str, dict[str, Any]] = {}
+    if inputs:
+        for url, page in inputs.items():
+            page_info[url] = {
+                "title": page.title,
+                "last_updated": page.last_updated,
+                "selector": page.selector,
+            }
+    chunk_by_id: dict[str, Chunk] = {}
+    for chunks in chunked.values():
+        for c in chunks:
+            chunk_by_id.setdefault(c.id, c)
+
+    holders: dict[str, list[str]] = {}
+    for url, ids in new_pages.items():
+        for cid in ids:
+            lst = holders.setdefault(cid, [])
+            if url not in lst:
+                lst.append(url)
+
+    new_rows: list[dict[str, Any]] = []
+    updates: dict[str, dict[str, Any]] = {}
+    now = clock_now("microseconds")
+    for cid, hs in holders.items():
+        cur = meta.get(cid)
+        if cur is not None:
+            old_also = list(cur.get("also_seen_at") or [])
+            if cur["url"] in hs:
+                primary = cur["url"]
+            else:
+                primary = next((u for u in old_also if u in hs), hs[0])
+            also = [u for u in old_also if u in hs and u != primary]
+            also += [u for u in hs if u != primary and u not in also]
+            info = page_info.get(primary)
+            want = {"url": primary, "also_seen_at": also}
+            if info is not None:
+                want.update(info)
+            elif primary != cur["url"]:
+                want.update(page_meta(store, primary))
+            if any(cur.get(k) != v for k, v in want.items()):
+                updates[cid] = want
+        else:
+            chunk = chunk_by_id.get(cid)
+            if chunk is None:
+                log.warning("page(s) %s list chunk %s which is missing from %s", hs, cid, store.path)
+                continue
+            primary = hs[0]
+            info = page_info.get(primary) or page_meta(store, primary)
+            new_rows.append(
+                {
+                    "id": cid,
+                    "charter_id": charter_id,
+                    "url": primary,
+                    "selector": info.get("selector"),
+                    "text": chunk.text,
+                    "tokens": chunk.tokens,
+                    "split_algo": algo,
+                    "last_updated": info.get("last_updated"),
+                    "created_at": now,
+                    "title": info.get("title"),
+                    "also_seen_at": hs[1:],
+                }
+            )
+    stale = [cid for cid in meta if cid not in holders]
+
+    import numpy as np
+
+    new_vectors: list[np.ndarray] = []
+    rows: list[dict[str, Any]] = []
+    if new_rows:
+        pre = vectors or {}
+        missing = [r for r in new_rows if r["id"] not in pre]
+        if missing:
+            log.debug("embedding %d new chunks for %s", len(missing), charter_id)
+            fresh = embed([r["text"] for r in missing])
+            pre = {**pre, **dict(zip([r["id"] for r in missing], fresh, strict=True))}
+        new_vectors.append(np.stack([pre[r["id"]] for r in new_rows]).astype(np.float32))
+        rows.extend(new_rows)
+    if updates:
+        existing = store.chunk_rows(updates.keys(), include_vectors=True)
+        for row in existing:
+            row.update(updates[row["id"]])
+        if existing:
+            new_vectors.append(np.asarray([r.pop("embedding") for r in existing], dtype=np.float32))
+            rows.extend(existing)
+    if rows:
+        store.upsert_chunks(rows, np.concatenate(new_vectors, axis=0))
+    if inputs:
+        stored_at = clock_now("microseconds")
+        page_rows = []
+        for url, page in inputs.items():
+            row = asdict(page)
+            row["chunk_ids"] = new_pages[url]
+            row["stored_at"] = stored_at
+            page_rows.append(row)
+        store.upsert_pages(page_rows)
+    if removed:
+        store.delete(PAGES, "url", removed)
+    if inputs or removed:  # closets rule: pointers of re-stored/removed pages are purged, then rebuilt
+        purge_urls(store.path, [*inputs, *removed])
+    if stale:
+        store.delete(CHUNKS, "id", stale)
+    if rows or inputs or removed or stale:
+        store_meta.touch()
+    if len(new_rows) >= OPTIMIZE_AFTER_CHUNKS:
+        store.optimize()
+    if rows or stale:  # full-text index (and, past its row count, the vector index) current after writes
+        store.ensure_indexes()
+    log.info(
+        "store %s: %d new chunks embedded, %d updated, %d deleted, %d page(s) written, %d removed",
+        charter_id,
+        len(new_rows),
+        len(updates),
+        len(stale),
+        len(inputs),
+        len(removed),
+    )

@@ -1,0 +1,152 @@
+"""What a synthesis produces (``synthesize.py``): evidence blocks (a verbatim quote, its URL and last-updated date,
+and the other pages that state the same, ``also_at``), gaps, sections and the whole result with its JSON
+document (DESIGN "Evidence blocks"). Plain records: no retrieval, no model."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EvidenceBlock", "Gap", "SectionResult", "Source", "SynthesisResult", "acceptance_summary", "display_url"]
+
+
+@dataclass
+class EvidenceBlock:
+    label: str
+    n: int
+    quote: str
+    url: str
+    last_updated: str | None
+    score: float
+    chunk_id: str
+    query: str
+    heading: bool = False  # the quote is a heading or headline of the page that states the answer
+    also_at: list[Source] = field(default_factory=list)  # other pages stating the same facts (merged blocks)
+    rank: float | None = None  # the rank score that ordered the section's blocks (orchestrator/quotes.py)
+
+    @property
+    def markdown(self) -> str:
+        from .untrusted import evidence_line, markdown_escape  # security: quote escaped, one line one block
+
+        line = evidence_line(self.label, self.n, self.quote, display_url(self.url), self.last_updated)
+        for src in self.also_at:
+            line += (
+                f"; also at {markdown_escape(display_url(src.url))}"
+                f" (last updated: {markdown_escape(src.last_updated or 'unknown')})"
+            )
+        return line
+
+
+@dataclass
+class Source:
+    """Another page whose chunk states what a block's quote states (the block is printed once, with both)."""
+
+    url: str
+    last_updated: str | None
+    chunk_id: str
+    quote: str
+    score: float
+
+
+@dataclass
+class Gap:
+    label: str
+    question: str
+    searched_chunks: int
+    searched_pages: int
+
+    @property
+    def markdown(self) -> str:
+        return (
+            f'[{self.label} Gap] No evidence met the threshold for "{self.question}" '
+            f"(searched {self.searched_chunks} chunks from {self.searched_pages} pages)."
+        )
+
+
+@dataclass
+class SectionResult:
+    title: str
+    label: str
+    question: str
+    queries: list[str]
+    blocks: list[EvidenceBlock] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.blocks)
+
+
+@dataclass
+class SynthesisResult:
+    charter_id: str
+    title: str
+    sections: list[SectionResult]
+    min_score: float
+    model: str
+    generated_at: str
+    t_synth_s: float
+    markdown: str = ""
+    doc_path: Path | None = None
+    json_path: Path | None = None
+    # audit (issue 14): set by orchestrator.audit.hooks.audit_synthesis
+    acceptance: list[Any] = field(default_factory=list)
+    conflicts: list[Any] = field(default_factory=list)
+    agreements: list[Any] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "charter_id": self.charter_id,
+            "title": self.title,
+            "generated_at": self.generated_at,
+            "embedding_model": self.model,
+            "min_score": self.min_score,
+            "t_synth_s": round(self.t_synth_s, 3),
+            "sections": [
+                {
+                    "title": s.title,
+                    "label": s.label,
+                    "question": s.question,
+                    "queries": s.queries,
+                    "blocks": [
+                        {
+                            "n": b.n,
+                            "chunk_id": b.chunk_id,
+                            "url": b.url,
+                            "last_updated": b.last_updated,
+                            "score": round(b.score, 4),
+                            "quote": b.quote,
+                            "query": b.query,
+                            "heading": b.heading,
+                            "rank": round(b.rank, 4) if b.rank is not None else None,
+                            "also_at": [dict(asdict(a), score=round(a.score, 4)) for a in b.also_at],
+                            "markdown": b.markdown,
+                        }
+                        for b in s.blocks
+                    ],
+                    "gaps": [dict(asdict(g), markdown=g.markdown) for g in s.gaps],
+                }
+                for s in self.sections
+            ],
+            # audit (issue 14): set by orchestrator.audit.hooks.audit_synthesis
+            "acceptance": [v.to_json() for v in self.acceptance],
+            "acceptance_summary": acceptance_summary(self.acceptance),
+            "conflicts": [c.to_json() for c in self.conflicts],
+            "agreements": [a.to_json() for a in self.agreements],
+        }
+
+
+def acceptance_summary(acceptance: list[Any]) -> dict[str, int]:
+    """How many acceptance criteria are covered, partly covered and not covered."""
+    out = {"covered": 0, "partial": 0, "not covered": 0}
+    for v in acceptance:
+        out[v.verdict] = out.get(v.verdict, 0) + 1
+    return out
+
+
+def display_url(url: str) -> str:
+    """A URL without its scheme and without userinfo (``user:pass@``), as evidence blocks print it."""
+    from .url_safety import display  # security: never cite credentials or a spoofed user@ name (issue 11)
+
+    return display(url)

@@ -1,0 +1,300 @@
+"""Everything HAR: where a harvest records its browser contexts (one HAR per context), the placeholder that marks
+a recording a crash cut short (``log.comment`` starting ``incomplete:``), refused redirects added to a recording,
+the maps a replay routes by, the index of a replay HAR's bodies (for ``--refresh``), and the merge ``brt clean``
+writes beside the snapshot."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
+
+from memory_store.clock import file_stamp, now
+
+from .. import __version__
+from ..errors import HarvestError
+
+if TYPE_CHECKING:
+    from memory_store import Memory
+
+__all__ = [
+    "INCOMPLETE",
+    "ReplayIndex",
+    "add_har_entries",
+    "fingerprint_headers",
+    "har_entry",
+    "har_files",
+    "har_name",
+    "har_path_for",
+    "har_redirects",
+    "har_urls",
+    "mark_incomplete",
+    "merge_hars",
+    "sha256_hex",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def har_path_for(store_dir: Path) -> Path:
+    """``<store>/har/<UTC timestamp>.har``."""
+    return Path(store_dir) / "har" / har_name()
+
+
+def har_name() -> str:
+    return file_stamp(micro=True) + ".har"
+
+
+INCOMPLETE = "incomplete:"
+
+
+def mark_incomplete(har: Path, reason: str, pages: list[str], *, lost: bool) -> None:
+    """Say in the HAR's ``log.comment`` that its recording was cut short; write a placeholder when ``lost``."""
+    note = (
+        f"{INCOMPLETE} {reason} at {now()}; "
+        + ("Playwright could not save this context's recording" if lost else "requests in flight are missing")
+        + (f"; pages read in it: {' '.join(pages)}" if pages else "")
+    )
+    data: dict[str, Any] | None = None
+    if not lost:
+        try:
+            data = json.loads(har.read_text(encoding="utf-8"))
+            data["log"]["comment"] = (str(data["log"].get("comment") or "") + " " + note).strip()
+        except (OSError, ValueError, KeyError, TypeError):
+            data = None
+    if data is None:
+        data = {
+            "log": {
+                "version": "1.2",
+                "creator": {"name": "brt", "version": __version__},
+                "pages": [],
+                "entries": [],
+                "comment": note,
+            }
+        }
+    tmp = har.with_suffix(".har.tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    tmp.replace(har)
+
+
+def har_urls(har: Path) -> set[str]:
+    """Every request URL of a HAR file, without fragment."""
+    try:
+        entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HarvestError(f"cannot read the replay HAR {har}: {exc}") from exc
+    urls: set[str] = set()
+    for entry in entries:
+        try:
+            urls.add(str(entry["request"]["url"]).split("#", 1)[0])
+        except (KeyError, TypeError):
+            continue
+    return urls
+
+
+def har_redirects(har: Path) -> dict[str, str]:
+    """Request URL -> absolute redirect target for every 3xx entry of a HAR file."""
+    try:
+        entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HarvestError(f"cannot read the replay HAR {har}: {exc}") from exc
+    redirects: dict[str, str] = {}
+    for entry in entries:
+        try:
+            url = entry["request"]["url"]
+            response = entry["response"]
+            status = int(response.get("status") or 0)
+        except (KeyError, TypeError, ValueError):
+            continue
+        if not 300 <= status < 400:
+            continue
+        location = response.get("redirectURL") or next(
+            (
+                h.get("value")
+                for h in response.get("headers", [])
+                if str(h.get("name", "")).lower() == "location"
+            ),
+            None,
+        )
+        if location:
+            from .. import url_safety  # the browser's reading of the Location (issue 11)
+
+            redirects[url] = url_safety.join(url, location) or location
+    return redirects
+
+
+def har_redirect_entry(method: str, url: str, result: Any, target: str) -> dict[str, Any]:
+    """The redirect the browser was spared, for the HAR: a replay meets ``url`` -> ``target`` as a 302."""
+    entry = har_entry(method, url, result, target)
+    entry["response"].update(
+        status=302,
+        statusText="Found",
+        headers=[{"name": "Location", "value": target}],
+        content={"size": 0, "mimeType": "text/html", "text": ""},
+    )
+    return entry
+
+
+def har_entry(method: str, url: str, response: Any, target: str) -> dict[str, Any]:
+    """Keep the refused redirect for the HAR (the browser never saw it, so Playwright does not record it): a
+    replay of the HAR then meets the same redirect and refuses it the same way."""
+    return {
+        "startedDateTime": now("microseconds"),
+        "time": 0,
+        "request": {
+            "method": method,
+            "url": url,
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": [],
+            "queryString": [],
+            "headersSize": -1,
+            "bodySize": 0,
+        },
+        "response": {
+            "status": response.status,
+            "statusText": response.status_text or "",
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": [{"name": k, "value": v} for k, v in response.headers],
+            "content": {"size": 0, "mimeType": response.header("content-type") or "text/html", "text": ""},
+            "redirectURL": target,
+            "headersSize": -1,
+            "bodySize": 0,
+        },
+        "cache": {},
+        "timings": {"send": 0, "wait": 0, "receive": 0},
+    }
+
+
+def add_har_entries(har_path: Any, entries: list[dict[str, Any]]) -> None:
+    """Add ``entries`` to the HAR file (replacing recorded entries of the same URL that have no response)."""
+    if not entries:
+        return
+    path = Path(har_path)
+    try:
+        har = json.loads(path.read_text(encoding="utf-8"))
+        log = har["log"]
+    except (OSError, ValueError, KeyError) as exc:
+        logger.warning("cannot add refused redirects to %s: %s", path, exc)
+        return
+    urls = {e["request"]["url"] for e in entries}
+    kept = [
+        e
+        for e in log.get("entries", [])
+        if not (e.get("request", {}).get("url") in urls and int(e.get("response", {}).get("status") or 0) <= 0)
+    ]
+    log["entries"] = kept + entries
+    tmp = path.with_suffix(".har.tmp")
+    try:
+        tmp.write_text(json.dumps(har), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:  # e.g. a full disk (limits.py): the HAR keeps what Playwright wrote
+        logger.warning("cannot add refused redirects to %s: %s", path, exc)
+        tmp.unlink(missing_ok=True)
+
+
+def har_files(memory: Memory) -> list[Path]:
+    """The HAR archives the store's harvests recorded, oldest first."""
+    folder = memory.path / "har"
+    return sorted(folder.glob("*.har")) if folder.is_dir() else []
+
+
+def merge_hars(hars: list[Path], dest: Path) -> Path | None:
+    """Write one HAR holding every entry of ``hars``; the newest harvest's entries come first, so a replay
+    serves what was read last. The ``log.comment`` of each (e.g. "incomplete: browser crashed ...", written when
+    a crash cut a recording short) is kept, one per line."""
+    merged: dict[str, Any] | None = None
+    entries: list[Any] = []
+    pages: list[Any] = []
+    comments: list[str] = []
+    for har in reversed(hars):
+        try:
+            data = json.loads(har.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            logger.warning("skipping unreadable HAR %s: %s", har, exc)
+            continue
+        body = data.get("log", {})
+        if merged is None:
+            merged = data
+        entries.extend(body.get("entries", []))
+        pages.extend(body.get("pages", []))
+        if body.get("comment"):
+            comments.append(f"{har.name}: {body['comment']}")
+    if merged is None:
+        return None
+    merged["log"]["entries"] = entries
+    merged["log"]["pages"] = pages
+    if comments:
+        merged["log"]["comment"] = "\n".join(comments)
+        incomplete = [c for c in comments if "incomplete:" in c]
+        if incomplete:
+            logger.warning("the merged HAR %s is incomplete: %s", dest, "; ".join(incomplete))
+    tmp = dest.with_suffix(".har.tmp")
+    tmp.write_text(json.dumps(merged), encoding="utf-8")
+    tmp.replace(dest)
+    return dest
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def fingerprint_headers(headers: dict[str, str]) -> dict[str, str]:
+    """The response headers that shape the stored record (content type, Last-Modified for last_updated) or
+    what the page's scripts may do (Content-Security-Policy)."""
+    out = {}
+    for key in ("content-type", "last-modified", "content-security-policy"):
+        for name, value in headers.items():
+            if name.lower() == key:
+                out[key] = value
+    return out
+
+
+class ReplayIndex:
+    """The replay HAR's responses by URL (the first entry of a URL, as Playwright's HAR router serves it),
+    hashed, with recorded redirects followed."""
+
+    def __init__(self, har: Path):
+        self.entries: dict[str, tuple[int, str, dict[str, str], str | None]] = {}
+        data = json.loads(Path(har).read_text(encoding="utf-8"))
+        for entry in data.get("log", {}).get("entries", []):
+            try:
+                request, response = entry["request"], entry["response"]
+                url = str(request["url"]).split("#", 1)[0]
+                if url in self.entries or request.get("method", "GET") != "GET":
+                    continue
+                status = int(response.get("status") or 0)
+                headers = {str(h["name"]).lower(): str(h["value"]) for h in response.get("headers", [])}
+                content = response.get("content") or {}
+                text = content.get("text") or ""
+                body = base64.b64decode(text) if content.get("encoding") == "base64" else text.encode("utf-8")
+                location = response.get("redirectURL") or headers.get("location")
+                target = urljoin(url, location) if 300 <= status < 400 and location else None
+                self.entries[url] = (status, sha256_hex(body), fingerprint_headers(headers), target)
+            except (KeyError, TypeError, ValueError) as exc:
+                logger.debug("replay index: skipping an entry: %s", exc)
+
+    def sha(self, url: str) -> str | None:
+        """The sha256 of the body the HAR holds for ``url`` itself (no redirect followed)."""
+        entry = self.entries.get(url.split("#", 1)[0])
+        return entry[1] if entry is not None and entry[3] is None else None
+
+    async def get(self, url: str, deadline: float) -> tuple[int | None, str, dict[str, str], str] | None:
+        current = url.split("#", 1)[0]
+        for _ in range(11):
+            if time.monotonic() > deadline:
+                return None
+            entry = self.entries.get(current)
+            if entry is None:
+                return None
+            status, sha, meta, target = entry
+            if target is None:
+                return status, sha, meta, current
+            current = target.split("#", 1)[0]
+        return None

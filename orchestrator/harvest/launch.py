@@ -1,0 +1,94 @@
+"""Finding the browser: ``$BRT_BROWSER``, Playwright's managed Chromium, or a Chromium/Chrome on ``PATH``, and the
+launch flags that keep it from talking to anything but the pages brt asks for. Both readers launch with these."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import BrowserNotFound
+
+__all__ = ["LAUNCH_ARGS", "existing_file", "find_browser", "find_browser_with"]
+
+logger = logging.getLogger(__name__)
+
+#: Where Chromium's own Google services are sent instead of Google: port 1 is on Chromium's restricted-port
+#: list, so such a request fails (ERR_UNSAFE_PORT) before any DNS lookup or connection.
+_NOWHERE = "http://127.0.0.1:1/"
+
+#: Flags that keep Chromium from talking to anything but the pages we ask for (see DESIGN.md, "This machine").
+#: The last ones (issue 11): even with --disable-component-update, Chromium's update client asks
+#: update.googleapis.com at every launch, and the sign-in code asks accounts.google.com (ListAccounts); they
+#: are pointed at _NOWHERE (the security tests read Chromium's net log: no other host is looked up).
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    f"--component-updater=url-source={_NOWHERE}",
+    f"--gaia-url={_NOWHERE}",
+    f"--google-apis-url={_NOWHERE}",
+    f"--lso-url={_NOWHERE}",
+    f"--variations-server-url={_NOWHERE}",
+    "--no-pings",
+    "--disable-domain-reliability",
+]
+
+_PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+_INSTALL_HINT = (
+    "No Chromium or Chrome browser was found. Install one of:\n"
+    "  apt-get install chromium            (Debian/Ubuntu, as root)\n"
+    "  playwright install chromium         (Playwright's managed Chromium)\n"
+    "or point brt at a browser binary with BRT_BROWSER=/path/to/chrome"
+)
+
+
+def find_browser() -> str:
+    """The browser executable: $BRT_BROWSER, Playwright's managed Chromium, then chromium/chromium-browser/
+    google-chrome on PATH. Raises BrowserNotFound with install instructions when there is none."""
+    return find_browser_with(_playwright_chromium)
+
+
+def find_browser_with(managed: Callable[[], str | None]) -> str:
+    env = os.environ.get("BRT_BROWSER")
+    if env:
+        path = Path(env).expanduser()
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+        found = shutil.which(env)
+        if found:
+            return found
+        raise BrowserNotFound(f"BRT_BROWSER={env!r} is not an executable file.\n{_INSTALL_HINT}")
+    path = managed()
+    if path:
+        return path
+    for name in _PATH_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise BrowserNotFound(_INSTALL_HINT)
+
+
+def existing_file(path: str | None) -> str | None:
+    return path if path and Path(path).is_file() else None
+
+
+def _playwright_chromium() -> str | None:
+    """The path of Playwright's managed Chromium when it is installed."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - playwright is a dependency
+        return None
+    try:
+        with sync_playwright() as p:
+            return existing_file(p.chromium.executable_path)
+    except Exception as exc:  # the driver may fail to start (or we run inside a loop); PATH still works
+        logger.debug("cannot ask Playwright for its Chromium: %s", exc)
+        return None

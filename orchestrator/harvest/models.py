@@ -1,0 +1,183 @@
+"""Typed records of a harvest: one ``HarvestEvent`` per URL attempted (its ``harvest_event`` snapshot record),
+the ``HarvestReport`` of a run, and ``Fetched``, a page on its way from a reader to the store writer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .extract import ExtractedPage
+
+__all__ = [
+    "HTML_TYPES",
+    "EventTimings",
+    "Fetched",
+    "HarvestEvent",
+    "HarvestReport",
+    "Outcome",
+    "StageTimings",
+    "media_type",
+]
+
+Outcome = Literal["stored", "skipped", "blocked", "failed"]
+
+#: Content types read as HTML pages (anything else is skipped, or read as a PDF).
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+def media_type(headers: Mapping[str, str]) -> str | None:
+    """The media type of a response's Content-Type header (lower-case, without parameters)."""
+    for key, value in headers.items():
+        if key.lower() == "content-type":
+            return value.split(";", 1)[0].strip().lower() or None
+    return None
+
+
+@dataclass
+class EventTimings:
+    fetch_s: float = 0.0
+    extract_s: float = 0.0
+    store_s: float = 0.0
+
+
+@dataclass
+class HarvestEvent:
+    """What happened to one URL. ``as_record()`` is the snapshot's ``harvest_event`` line."""
+
+    url: str
+    depth: int
+    started_at: str
+    outcome: Outcome = "failed"
+    reason: str | None = None
+    final_url: str | None = None
+    status: int | None = None
+    timings: EventTimings = field(default_factory=EventTimings)
+    chunks: int = 0
+    blocked_requests: list[str] = field(default_factory=list)
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # every try (retries: orchestrator/politeness)
+    bytes_read: int = 0
+    links: list[str] | None = None  # allowed outlinks of a stored page (a resume continues the BFS from them)
+    retry_after: float | None = None  # the last response's Retry-After, in seconds (not recorded)
+    partial: str | None = None  # the document was still arriving at the deadline and was taken as it stood
+    fingerprint: dict[str, Any] | None = None  # what the stored text was made from (orchestrator/revalidate.py)
+    unchanged: bool = False  # a refresh found the page's inputs identical and did not render it again
+    lead_recovered: str | None = None  # the page's lead was missing from the extracted text: its source
+    navigated: bool = False  # the tab was navigated for it (else the tab is still clean; not recorded)
+    replaces: bool = False  # it replaces a page the store held (does not count toward max_pages; not recorded)
+
+    def start_over(self) -> None:
+        """Clear what the last attempt settled, before the URL is tried again (``attempts`` stay)."""
+        self.outcome, self.reason, self.status, self.final_url = "failed", None, None, None
+        self.retry_after = self.partial = self.fingerprint = None
+        self.bytes_read = 0
+
+    def as_record(self) -> dict[str, Any]:
+        timings = {k: round(v, 4) for k, v in asdict(self.timings).items()}
+        extra: dict[str, Any] = {"attempts": list(self.attempts), "bytes": self.bytes_read}
+        if self.links is not None:
+            extra["links"] = list(self.links)
+        if self.partial is not None:
+            extra["partial"] = self.partial
+        if self.fingerprint is not None:
+            extra["fingerprint"] = self.fingerprint
+        if self.unchanged:
+            extra["unchanged"] = True
+        if self.lead_recovered:
+            extra["lead_recovered"] = self.lead_recovered
+        return extra | {
+            "type": "harvest_event",
+            "url": self.url,
+            "final_url": self.final_url,
+            "depth": self.depth,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "status": self.status,
+            "started_at": self.started_at,
+            "timings": timings,
+            "chunks": self.chunks,
+            "blocked_requests": list(self.blocked_requests),
+        }
+
+
+@dataclass
+class StageTimings:
+    """Summed seconds per stage (fetch and extract overlap across pages; store runs beside them)."""
+
+    fetch_s: float = 0.0
+    extract_s: float = 0.0
+    store_s: float = 0.0
+
+
+@dataclass
+class HarvestReport:
+    """The result of one harvest. ``events`` are the ``harvest_event`` records, one per URL attempted."""
+
+    charter_id: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+    pages_stored: int = 0
+    chunks_total: int = 0
+    chunks_embedded: int = 0
+    elapsed_s: float = 0.0
+    timings: StageTimings = field(default_factory=StageTimings)
+    har_path: Path | None = None
+    replay: Path | None = None
+    blocked_requests: list[str] = field(default_factory=list)
+    not_attempted: int = 0  # links found but not attempted because max_pages was reached (or the browser gave out)
+    browser_relaunches: int = 0  # crashed browsers replaced during the harvest (at most 3: orchestrator/crash.py)
+    har_paths: list[Path] = field(default_factory=list)  # every HAR recorded (one per browser context), oldest first
+    har_incomplete: list[Path] = field(default_factory=list)  # HARs a browser crash cut short (marked so inside)
+    summary_table: dict[str, Any] | None = None  # summary.summarize() of the events (also journaled)
+    stopped: str | None = None  # why the run stopped early (max_attempts, max_duration_s, disk full: limits.py)
+
+    def counts(self) -> dict[str, int]:
+        """Events per outcome (all four outcomes present, zero included)."""
+        counts = {"stored": 0, "skipped": 0, "blocked": 0, "failed": 0}
+        for event in self.events:
+            counts[event["outcome"]] = counts.get(event["outcome"], 0) + 1
+        return counts
+
+    def summary(self) -> str:
+        """One line: counts by outcome, pages, chunks and time."""
+        counts = ", ".join(f"{n} {outcome}" for outcome, n in self.counts().items())
+        relaunched = f"; browser relaunched {self.browser_relaunches}x" if self.browser_relaunches else ""
+        stopped = f"; stopped: {self.stopped}" if self.stopped else ""
+        return (
+            f"{counts}; {self.pages_stored} pages stored, {self.chunks_total} chunks "
+            f"({self.chunks_embedded} newly embedded) in {self.elapsed_s:.1f}s{relaunched}{stopped}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of the whole report."""
+        return {
+            "charter_id": self.charter_id,
+            "counts": self.counts(),
+            "pages_stored": self.pages_stored,
+            "chunks_total": self.chunks_total,
+            "chunks_embedded": self.chunks_embedded,
+            "elapsed_s": self.elapsed_s,
+            "timings": {k: round(v, 3) for k, v in asdict(self.timings).items()},
+            "har_path": str(self.har_path) if self.har_path else None,
+            "replay": str(self.replay) if self.replay else None,
+            "blocked_requests": list(self.blocked_requests),
+            "not_attempted": self.not_attempted,
+            "browser_relaunches": self.browser_relaunches,
+            "har_paths": [str(p) for p in self.har_paths],
+            "har_incomplete": [str(p) for p in self.har_incomplete],
+            "stopped": self.stopped,
+            "events": list(self.events),
+        }
+
+
+@dataclass
+class Fetched:
+    """A page fetched and extracted, on its way to the writer."""
+
+    event: HarvestEvent
+    extracted: ExtractedPage
+    status: int | None
+    content_type: str | None
+    fetched_at: str
+    pdf_pages: list[str] | None = None  # a PDF's text per page (chunk selectors pdf#page=N)

@@ -1,0 +1,77 @@
+"""URL helpers: canonical form for de-duplication and the allowlist filter for links.
+
+Every URL is parsed the WHATWG way, as the browser parses it (``orchestrator/url_safety.py``): the forms
+returned here are WHATWG serialisations, so what is checked is what the browser will request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ... import url_safety
+from ...charter import url_allowed
+
+__all__ = ["canonical_url", "filter_links", "is_http_url", "request_url"]
+
+_HTTP = ("http", "https")
+
+
+def is_http_url(url: str) -> bool:
+    """True for absolute http(s) URLs with a host."""
+    parsed = url_safety.parse(url.strip()) if isinstance(url, str) else None
+    return parsed is not None and parsed.scheme in _HTTP and bool(parsed.host)
+
+
+def canonical_url(url: str) -> str:
+    """``url`` without its fragment, in its WHATWG form (lower-case scheme and host, no default port, "/" for
+    an empty path, dot segments resolved) and with its query parameters sorted: the key that decides whether
+    two URLs are the same page. Other URLs (not http(s), unparsable) come back unchanged apart from the
+    fragment."""
+    return _normalise(url, sort_query=True)
+
+
+def request_url(url: str) -> str:
+    """The URL to fetch: like :func:`canonical_url` but with the query kept as written, since a server may
+    treat reordered parameters as a different resource (and a replay HAR holds the URL as written)."""
+    return _normalise(url, sort_query=False)
+
+
+def _normalise(url: str, *, sort_query: bool) -> str:
+    parsed = url_safety.parse(url.strip()) if isinstance(url, str) else None
+    if parsed is None:
+        return url.split("#", 1)[0]
+    if parsed.scheme not in _HTTP or not parsed.host:
+        return parsed.without_fragment()
+    base = parsed.without_fragment()
+    if not sort_query or not parsed.query:
+        return base
+    query = _sorted_query(parsed.query[1:])
+    return base[: len(base) - len(parsed.query)] + ("?" + query if query else "")
+
+
+def _sorted_query(query: str) -> str:
+    """Query parameters sorted (by name, then value; encoding kept as written), empty ones dropped."""
+    if not query:
+        return ""
+    return "&".join(sorted(p for p in query.split("&") if p))
+
+
+def filter_links(links: Iterable[str], allowed_domains: list[str], *, base: str | None = None) -> list[str]:
+    """http(s) links on the allowlist as :func:`request_url` forms, de-duplicated by :func:`canonical_url`,
+    in first-seen order. Links with userinfo (``user:pass@``) are never followed.
+
+    Relative links are resolved against ``base`` when given, as a browser resolves them."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for link in links:
+        if not link or not isinstance(link, str):
+            continue
+        parsed = url_safety.parse(link, base) if base else url_safety.parse(link)
+        if parsed is None or parsed.scheme not in _HTTP or not parsed.host or parsed.has_credentials:
+            continue
+        absolute = parsed.href
+        key = canonical_url(absolute)
+        if key in seen or not url_allowed(key, allowed_domains):
+            continue
+        seen.add(key)
+        out.append(request_url(absolute))
+    return out

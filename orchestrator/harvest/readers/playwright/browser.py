@@ -1,0 +1,266 @@
+"""Launching the browser for the Playwright reader: one headless Chromium (or a running Chrome attached over CDP),
+one fresh context with brt's routing (``routes.py``), everything read recorded as a HAR file (``../../har.py``),
+and relaunched in place after a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ....charter import url_allowed
+from ....errors import BrowserNotFound, HarvestError, first_line
+from ... import launch
+from ...har import add_har_entries, har_name, har_redirects, har_urls, mark_incomplete
+from ...net.fetcher import DocumentFetcher
+from ...net.guard import NetGuard, resolver_rules_from_env
+from .routes import BlockedRequest, RouteState, allowlist_route, install_websocket_guard, on_request_failed
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext
+
+__all__ = ["BlockedRequest", "BrowserSession", "open_browser"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Launch:
+    """How a session's browser and context are made: the start and every relaunch use the same."""
+
+    playwright: Any
+    allowed_domains: list[str]
+    args: list[str]
+    browser_url: str | None
+    context_options: dict[str, Any]
+
+
+@dataclass(kw_only=True)
+class BrowserSession(RouteState):
+    """What :func:`open_browser` yields: the context to open pages in and what its routes know and recorded
+    (``RouteState``: the requests it blocked, the guard, the fetcher, the replay maps).
+
+    After a crash, :meth:`relaunch` replaces ``browser`` and ``context`` (and ``har_path``, one HAR per context)
+    in place; everything else (blocked requests, guard, replay maps) carries over."""
+
+    browser: Browser
+    context: BrowserContext
+    har_path: Path
+    executable: str
+    # Every HAR file the session's contexts recorded (one per context, oldest first), and those a crash cut short.
+    har_paths: list[Path] = field(default_factory=list)
+    har_incomplete: list[Path] = field(default_factory=list)
+    relaunches: int = 0
+    # Pages read in the current context (the caller appends): named in the note of a HAR a crash lost.
+    pages_read: list[str] = field(default_factory=list)
+    _launch: _Launch | None = field(default=None, repr=False)
+    _closed: bool = field(default=False, repr=False)  # the current context and browser were closed already
+
+    @property
+    def attached(self) -> bool:
+        """True when the browser was attached over CDP (``browser_url``): brt never relaunches it."""
+        return self._launch is not None and self._launch.browser_url is not None
+
+    def connected(self) -> bool:
+        """False once the browser process is gone (crashed, killed) or the CDP connection dropped."""
+        try:
+            return bool(self.browser.is_connected())
+        except Exception:  # noqa: BLE001 - a torn-down driver connection
+            return False
+
+    async def relaunch(self, reason: str = "browser crashed") -> None:
+        """Replace a crashed browser: close what is left of it (its HAR, which Playwright cannot save after a
+        crash, becomes a placeholder that says so), then launch a new browser with the same arguments and open
+        a fresh context with the same allowlist routing, SSRF guard and HAR recording, to a new HAR file.
+
+        An attached browser (``browser_url``) is never relaunched: HarvestError."""
+        if self._launch is None or self._launch.browser_url is not None:
+            raise HarvestError(
+                f"the browser at {self._launch.browser_url if self._launch else '?'} disconnected ({reason}); "
+                "brt does not relaunch a browser it attached to over --browser-url"
+            )
+        await _close_session(self, reason)
+        crashed_har, self.har_path = self.har_path, self.har_path.with_name(har_name())
+        try:
+            await _start_session(self)
+        except BaseException:
+            self.har_path = crashed_har  # nothing was recorded to the new path
+            raise
+        self.relaunches += 1
+        logger.warning(
+            "%s: relaunched the browser (%d so far); recording to %s", reason, self.relaunches, self.har_path
+        )
+
+
+@asynccontextmanager
+async def open_browser(
+    allowed_domains: list[str],
+    *,
+    har_path: Path,
+    javascript: bool = True,
+    replay: Path | None = None,
+    executable: str | None = None,
+    user_agent: str | None = None,
+    browser_url: str | None = None,
+) -> AsyncIterator[BrowserSession]:
+    """Launch headless Chromium with one fresh context (no stored state, no downloads, no service workers)
+    whose every request must be http(s) on ``allowed_domains``. With ``replay``, responses come from that HAR
+    file only (anything missing from it is aborted). What the context reads is always recorded to
+    ``har_path``; closing the context writes the file (a context whose browser crashed cannot write it: a
+    placeholder HAR with an "incomplete" comment takes its place, see :meth:`BrowserSession.relaunch`).
+
+    With ``browser_url`` (e.g. ``http://127.0.0.1:9222``) nothing is launched: brt attaches to that running
+    Chrome over CDP and opens its own fresh context there (no cookies, storage or logins of the browser's other
+    contexts), with the same allowlist routing and HAR recording; on exit it closes only that context and
+    disconnects, leaving the browser running."""
+    from playwright.async_api import async_playwright
+
+    if replay is not None and not Path(replay).is_file():
+        raise HarvestError(f"replay file not found: {replay}")
+    har_path = Path(har_path)
+    har_path.parent.mkdir(parents=True, exist_ok=True)
+
+    async with async_playwright() as p:
+        if browser_url is not None:
+            executable = f"cdp:{browser_url}"
+        elif executable is None:
+
+            def managed() -> str | None:
+                try:
+                    return launch.existing_file(p.chromium.executable_path)
+                except Exception:  # no managed browser registered
+                    return None
+
+            executable = launch.find_browser_with(managed)
+        rules = resolver_rules_from_env()
+        # an attached browser keeps its own resolver; the route's guard still checks
+        args = launch.LAUNCH_ARGS + ([f"--host-resolver-rules={rules}"] if rules else [])
+        context_options: dict[str, Any] = {
+            "accept_downloads": False,
+            "service_workers": "block",
+            "java_script_enabled": javascript,
+            "record_har_content": "embed",
+            "ignore_https_errors": False,
+        }
+        if user_agent:
+            context_options["user_agent"] = user_agent
+        session = BrowserSession(
+            browser=None,  # type: ignore[arg-type]  # set by _start_session
+            context=None,  # type: ignore[arg-type]
+            har_path=har_path,
+            executable=executable,
+            replay=replay,
+        )
+        session._launch = _Launch(p, allowed_domains, args, browser_url, context_options)
+        if replay is None:
+            session.guard = NetGuard(allowed_domains, resolver_rules=rules)
+            session.fetcher = DocumentFetcher(session.guard, lambda u: url_allowed(u, allowed_domains))
+        else:
+            session.replay_redirects = har_redirects(Path(replay))
+            session.replay_urls = har_urls(Path(replay))
+        await _start_session(session)
+        try:
+            yield session
+        finally:
+            # For an attached browser this closes brt's context and disconnects, leaving the browser running.
+            await _close_session(session, "browser crashed")
+            if session.fetcher is not None:
+                await session.fetcher.aclose()
+
+
+async def _start_session(session: BrowserSession) -> None:
+    """Launch (or attach to) the browser and open the session's context: allowlist routing, SSRF guard,
+    replay routing and HAR recording to ``session.har_path``. The start and every relaunch run this."""
+    from playwright.async_api import Error as PlaywrightError
+
+    launch = session._launch  # noqa: SLF001
+    assert launch is not None
+    p = launch.playwright
+    if launch.browser_url is not None:
+        browser = await _connect_over_cdp(p, launch.browser_url)
+    else:
+        try:
+            browser = await p.chromium.launch(executable_path=session.executable, headless=True, args=launch.args)
+        except PlaywrightError as exc:
+            raise BrowserNotFound(f"cannot launch the browser at {session.executable}: {first_line(exc)}") from exc
+    session.browser = browser
+    session.pages_read = []
+    try:
+        context = await browser.new_context(**launch.context_options, record_har_path=str(session.har_path))
+        session.context = context
+        session._closed = False  # noqa: SLF001
+        session.har_paths.append(session.har_path)
+        if session.replay is not None:
+            # Registered first so it runs last: the allowlist route below falls back to it.
+            await context.route_from_har(str(session.replay), not_found="abort")
+            context.on("requestfailed", lambda request: on_request_failed(session, request))
+        allowed_domains = launch.allowed_domains
+        await context.route("**/*", lambda route: allowlist_route(session, allowed_domains, route))
+        await install_websocket_guard(context, session, allowed_domains)
+    except BaseException:
+        session._closed = True  # noqa: SLF001 - nothing of this attempt is left to close
+        await _quietly(browser.close(), "closing the browser")
+        raise
+
+
+async def _close_session(session: BrowserSession, reason: str) -> None:
+    """Close the session's context (which writes its HAR) and its browser (an attached one is only
+    disconnected). When the browser is already gone, Playwright cannot save the context's HAR: a placeholder
+    HAR says so in its ``log.comment`` (naming the pages read in that context), the session lists it in
+    ``har_incomplete`` and a warning is logged."""
+    if session._closed:  # noqa: SLF001 - a relaunch that failed closed it already
+        return
+    session._closed = True  # noqa: SLF001
+    crashed = not session.connected()
+    har = session.har_path
+    if session.context is not None:
+        await _quietly(session.context.close(), "closing the browser context")  # writes the HAR
+    if crashed:
+        lost = not har.is_file()
+        session.har_incomplete.append(har)
+        mark_incomplete(har, reason, session.pages_read, lost=lost)
+        pages = session.pages_read
+        logger.warning(
+            "%s: the HAR of that browser context is %s (%s); %d page(s) read in it cannot be replayed from it%s",
+            reason,
+            "lost (a placeholder marked incomplete takes its place)" if lost else "incomplete (marked so)",
+            har,
+            len(pages),
+            (": " + ", ".join(pages[:10]) + (" ..." if len(pages) > 10 else "")) if pages else "",
+        )
+    if session.har_extra:
+        add_har_entries(har, list(session.har_extra))
+        session.har_extra.clear()  # in place: the routes hold this list
+    if session.browser is not None:
+        await _quietly(session.browser.close(), "closing the browser")
+
+
+async def _quietly(awaitable: Any, what: str, timeout_s: float = 30.0) -> None:
+    """Await a close that may fail on a dead or wedged browser; log and carry on."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        await asyncio.wait_for(awaitable, timeout=timeout_s)
+    except (PlaywrightError, asyncio.TimeoutError) as exc:
+        logger.info("%s failed: %s", what, first_line(exc) if str(exc) else type(exc).__name__)
+
+
+async def _connect_over_cdp(p: Any, browser_url: str) -> Browser:
+    """Attach to a running Chrome's DevTools endpoint (``http://host:port`` or ``ws://...``)."""
+    from playwright.async_api import Error as PlaywrightError
+
+    if urlsplit(browser_url).scheme not in ("http", "https", "ws", "wss"):
+        raise HarvestError(f"--browser-url must be an http:// or ws:// DevTools endpoint, got {browser_url!r}")
+    try:
+        return await p.chromium.connect_over_cdp(browser_url, timeout=30_000)
+    except PlaywrightError as exc:
+        raise BrowserNotFound(
+            f"cannot attach to a browser at {browser_url}: {first_line(exc)}\n"
+            "Start Chrome with --remote-debugging-port=9222 (or use the endpoint a Chrome DevTools MCP session "
+            "uses), or leave out --browser-url to let brt launch its own browser."
+        ) from exc

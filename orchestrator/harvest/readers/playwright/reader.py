@@ -1,0 +1,568 @@
+"""The Playwright reader: pages read in tabs of one headless Chromium (``browser.py``), every request checked by
+the allowlist and SSRF guard, documents fetched by brt itself, everything recorded as HAR (or served from a
+replay HAR). A crashed browser is relaunched (``crash.py``) and the pages in flight tried once more; with
+``--refresh`` a stored page whose inputs are unchanged is not rendered again (``revalidate.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from memory_store.clock import now
+
+from ....errors import (
+    DownloadStarted,
+    NavigationAborted,
+    NavigationRefused,
+    browser_error,
+    error_kind,
+    first_line,
+)
+from ...crash import BROWSER_CRASHED, PAGE_CRASHED, BrowserWatch, crashed_attempt
+from ...extract import select_region
+from ...har import har_path_for, sha256_hex
+from ...models import HTML_TYPES, HarvestEvent, HarvestReport, media_type
+from ...net.guard import is_guard_reason
+from ...net.politeness import retry_after
+from ...net.urls import canonical_url
+from ...pdf import fetch_pdf, is_pdf_candidate
+from ...revalidate import DependencyWatch, Revalidator, fingerprint
+from .browser import BrowserSession, open_browser
+from .routes import goto_checked
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page, Response
+
+    from ...reader import CrawlHost
+
+__all__ = ["PlaywrightReader", "links_in"]
+
+logger = logging.getLogger(__name__)
+
+#: After the load event, how long a page may take to reach network idle (within its timeout).
+IDLE_WAIT_S = 2.0
+#: A renderer crash aborts the navigation before it reports: how long to wait for the crash event.
+CRASH_EVENT_WAIT_S = 0.3
+
+
+class PlaywrightReader:
+    """Reads pages with Playwright (``replay``: from a HAR; ``browser_url``: in a fresh context of a running
+    Chrome). One slot per tab: ``concurrency`` tabs, opened on first use inside a visit, so a browser that dies
+    before its first tab opens is relaunched like any crash mid-harvest."""
+
+    name = "playwright"
+
+    def __init__(self, store_path: Path, *, replay: Path | None = None, browser_url: str | None = None) -> None:
+        self.store_path = Path(store_path)
+        self.replay = replay
+        self.browser_url = browser_url
+        self.har_path: Path | None = None
+        self.host: CrawlHost = None  # type: ignore[assignment]  # set by open()
+        self.session: BrowserSession | None = None
+        self.watch: BrowserWatch | None = None  # browser crashes and relaunches (crash.py)
+        self.revalidator: Revalidator | None = None
+        self.blocked_urls: list[str] | None = None
+
+    def prepare(self, report: HarvestReport) -> None:
+        self.har_path = har_path_for(self.store_path)
+        report.har_path = self.har_path
+
+    @asynccontextmanager
+    async def open(self, host: CrawlHost) -> AsyncIterator[None]:
+        self.host = host
+        settings = host.settings
+        assert self.har_path is not None
+        async with open_browser(
+            host.charter.allowed_domains,
+            har_path=self.har_path,
+            javascript=settings.javascript,
+            replay=self.replay,
+            browser_url=self.browser_url,
+        ) as session:
+            self.session = session
+            session.default_timeout_s = float(settings.timeout_s)
+            if session.fetcher is not None:
+                session.fetcher.max_bytes = host.max_page_bytes
+            self.watch = BrowserWatch(session)
+            self.revalidator = Revalidator(
+                host.charter,
+                settings.javascript,
+                fetcher=session.fetcher,
+                guard=session.guard,
+                replay_index=host.replay_index if self.replay is not None else None,
+            )
+            yield
+            self.blocked_urls = [b.url for b in session.blocked]
+
+    def slots(self) -> list[Any]:
+        return [None] * int(self.host.settings.concurrency)
+
+    @property
+    def fatal(self) -> BaseException | None:
+        return self.watch.fatal if self.watch is not None else None
+
+    def finish_report(self, report: HarvestReport) -> None:
+        if self.blocked_urls is not None:
+            report.blocked_requests = list(self.blocked_urls)
+        if self.session is not None:
+            report.browser_relaunches = self.session.relaunches
+            report.har_paths = list(self.session.har_paths)
+            report.har_incomplete = list(self.session.har_incomplete)
+
+    async def visit(self, event: HarvestEvent, slot: Any) -> tuple[list[str], bool, Any]:
+        """Read ``event.url`` in a tab (``slot``: the tab, or None before it opened)."""
+        assert self.session is not None
+        page: Page | None = slot
+        links: list[str] = []
+        queued = False
+        used: list[Page] = []  # the pages this URL was tried in (a crash replaces the page)
+        blocked_before = len(self.session.blocked)
+        try:
+            links, queued, page = await self._attempts(page, event, used)
+        except Exception as exc:  # one page never stops the harvest
+            logger.exception("unexpected error harvesting %s", event.url)
+            self.host.finish(event, "failed", f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            event.blocked_requests = [
+                b.url
+                for b in self.session.blocked[blocked_before:]
+                if any(b.page is p for p in used) and not b.navigation
+            ]
+            if event.outcome != "stored" and not queued and event.reason != "HTTP 404" and event.navigated:
+                # After an error, a download or a viewer (PDF) the page may still be busy: use a fresh one.
+                page = await self._replace_page(page)
+        return links, queued, page
+
+    async def _attempts(
+        self, page: Page | None, event: HarvestEvent, used: list[Page]
+    ) -> tuple[list[str], bool, Page | None]:
+        """The host's attempts (retries, politeness) in a page of the current browser. When the browser crashes
+        meanwhile it is relaunched and the URL tried once more in the new one; when only the page's renderer
+        crashed, in a fresh page (orchestrator/crash.py). Returns (links, queued, the page used last)."""
+        watch = self.watch
+        assert watch is not None
+        retried = False
+        while True:
+            generation = watch.generation
+            attempts_before = len(event.attempts)
+            links, queued, page, error, page_crashed = await self._attempt_in(page, event, used)
+            for n, entry in enumerate(event.attempts, start=1):  # numbered across crash retries
+                entry["attempt"] = n
+            if queued:
+                self.session.pages_read.append(event.final_url or event.url)  # type: ignore[union-attr]
+                return links, True, page
+            kind = await watch.classify(generation, event, error, page_crashed)
+            if kind is None:
+                if error is not None:
+                    raise error
+                return links, False, page
+            crashed_attempt(event, attempts_before, kind, error)
+            what = BROWSER_CRASHED if kind == "browser" else PAGE_CRASHED
+            logger.warning("%s while fetching %s", what, event.url)
+            if kind == "browser":
+                recovered = await watch.recover(generation)
+            else:
+                recovered = True
+                page = await self._replace_page(page)
+            if not recovered or retried:
+                event.timings.fetch_s = sum(float(a.get("s") or 0) for a in event.attempts)
+                if not recovered:
+                    self.host.finish(event, "failed", f"{what}; not relaunched: {watch.fatal}")
+                else:
+                    self.host.finish(event, "failed", f"{what} twice (tried once more after the first crash)")
+                return [], False, page
+            retried = True  # the pages in flight at a crash are tried once more, in the new browser or page
+            logger.info("trying %s again after the crash (%s)", event.url, what)
+            event.start_over()
+
+    async def _attempt_in(
+        self, page: Page | None, event: HarvestEvent, used: list[Page]
+    ) -> tuple[list[str], bool, Page | None, Exception | None, bool]:
+        """One run of the host's attempts in ``page`` (or a page of the current browser when it is gone). Returns
+        (links, queued, page, the Playwright error that escaped, whether the page's renderer crashed)."""
+        from playwright.async_api import Error as PlaywrightError
+
+        responses: list[Response] = []
+        crashed: list[bool] = []
+        links: list[str] = []
+        queued = False
+        try:
+            page = await self._usable_page(page)
+        except (PlaywrightError, asyncio.TimeoutError) as exc:  # the browser is gone
+            return [], False, page, exc, False
+        used.append(page)
+
+        def on_response(response: Response) -> None:
+            try:
+                if response.request.is_navigation_request() and response.frame == page.main_frame:
+                    responses.append(response)
+            except Exception:  # a response of a frame that is already gone
+                pass
+
+        def on_crash(_page: Page) -> None:
+            crashed.append(True)
+
+        page.on("response", on_response)
+        page.on("crash", on_crash)
+        try:
+            links, queued = await self._with_retries(page, event, responses)
+            if not queued and not crashed and error_kind(event.reason) is NavigationAborted:
+                await asyncio.sleep(CRASH_EVENT_WAIT_S)  # a renderer crash aborts the navigation before it reports
+        except PlaywrightError as exc:  # the browser went away under a call outside _visit_with's own care
+            return [], False, page, exc, bool(crashed)
+        finally:
+            page.remove_listener("response", on_response)
+            page.remove_listener("crash", on_crash)
+        return links, queued, page, None, bool(crashed)
+
+    async def _with_retries(
+        self, page: Page, event: HarvestEvent, responses: list[Response]
+    ) -> tuple[list[str], bool]:
+        """``_visit_with`` under the host's politeness and retries (robots.txt fetched first, the tab blanked
+        between tries)."""
+
+        async def read() -> tuple[list[str], bool]:
+            responses.clear()
+            return await self._visit_with(page, event, responses)
+
+        return await self.host.attempts(event, read, robots=self._robots_fetch(page), between=lambda: _blank(page))
+
+    async def _usable_page(self, page: Page | None) -> Page:
+        """``page``, or a new page of the current browser context when there is none yet, or ``page`` is closed
+        or belongs to a browser that crashed and was replaced."""
+        if page is not None and page.context is self.session.context and not page.is_closed():  # type: ignore[union-attr]
+            return page
+        return await asyncio.wait_for(self.session.context.new_page(), timeout=30)  # type: ignore[union-attr]
+
+    async def _snapshot(self, page: Page, deadline: float) -> tuple[str, str] | None:
+        """(url, rendered HTML) of the tab right after its load event, or None when it cannot be read."""
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            html = await asyncio.wait_for(page.content(), timeout=max(0.5, deadline - time.monotonic()))
+        except (PlaywrightError, asyncio.TimeoutError):
+            return None
+        return page.url, html
+
+    async def _replace_page(self, page: Page | None) -> Page | None:
+        from playwright.async_api import Error as PlaywrightError
+
+        if page is None or page.context is not self.session.context or not self.session.connected():  # type: ignore[union-attr]
+            return page  # of a crashed browser: gone with it (the next visit takes a page of the new browser)
+        try:
+            await asyncio.wait_for(page.close(), timeout=5)  # a wedged page must not hang the harvest
+        except (PlaywrightError, asyncio.TimeoutError):
+            logger.info("closing a used page timed out; leaving it behind")
+        try:
+            return await asyncio.wait_for(self.session.context.new_page(), timeout=30)  # type: ignore[union-attr]
+        except PlaywrightError as exc:  # the browser went away meanwhile: the next visit sees the crash
+            logger.info("cannot open a new page: %s", first_line(exc))
+            return page
+
+    async def _visit_with(
+        self, page: Page, event: HarvestEvent, responses: list[Response]
+    ) -> tuple[list[str], bool]:
+        """Fetch and extract; returns (allowed links, whether the page went to the writer)."""
+        with DependencyWatch(page, replay=self.replay is not None, allowed=self.host.charter.allows) as watch:
+            return await self._read_page(page, event, responses, watch)
+
+    async def _read_page(
+        self, page: Page, event: HarvestEvent, responses: list[Response], watch: Any
+    ) -> tuple[list[str], bool]:
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        host = self.host
+        url = event.url
+        timeout_s = float(host.settings.timeout_s)
+        t0 = time.monotonic()
+        deadline = t0 + timeout_s
+
+        known = await host.skip_stored(event)  # a resume continues the BFS from the stored page's links
+        if known is not None:
+            return known, False
+
+        if host.settings.obey_robots and not await host.robots.allowed(url, self._robots_fetch(page, deadline)):
+            event.timings.fetch_s = time.monotonic() - t0
+            self.host.finish(event, "blocked", "blocked by robots.txt")
+            return [], False
+
+        if host.refresh and url in host.fingerprints:
+            known = await self._unchanged(event, deadline)
+            if known is not None:
+                event.timings.fetch_s = time.monotonic() - t0
+                return known, False
+
+        session = self.session
+        assert session is not None
+        blocked_before = len(session.blocked)
+        response: Response | None = None
+        load_timed_out = False
+        session.expected_navigations.add(url)
+        session.nav_deadlines[page] = (deadline, timeout_s)
+        session.nav_results.pop(page, None)
+        event.navigated = True
+        try:
+            # security (issue 11): the browser never follows a redirect itself (routes.goto_checked)
+            response = await goto_checked(session, page, url, deadline=deadline)
+        except PlaywrightTimeout:
+            load_timed_out = True
+            logger.info("load event of %s timed out after %.0fs; taking the DOM as it is", url, timeout_s)
+        except PlaywrightError as exc:
+            event.timings.fetch_s = time.monotonic() - t0
+            nav = session.nav_results.get(page)
+            self._navigation_error(event, exc, blocked_before, responses, nav)
+            if is_pdf_candidate(event, replay=self.replay is not None):
+                return await fetch_pdf(host, session.fetcher, event, deadline, t0, nav)
+            return [], False
+        finally:
+            session.expected_navigations.discard(url)
+            session.nav_deadlines.pop(page, None)
+        nav = session.nav_results.pop(page, None)
+        if nav is not None and nav.kind == "partial":
+            event.partial = nav.reason
+            logger.info("%s never finished loading: %s", url, nav.reason)
+
+        load_snapshot: tuple[str, str] | None = None
+        if not load_timed_out:
+            load_snapshot = await self._snapshot(page, deadline)
+            remaining = deadline - time.monotonic()
+            if remaining > 0.05:
+                try:
+                    await page.wait_for_load_state("networkidle", timeout=min(IDLE_WAIT_S, remaining) * 1000)
+                except PlaywrightTimeout:
+                    pass
+                except PlaywrightError as exc:
+                    logger.debug("networkidle wait on %s: %s", url, exc)
+
+        final_url = page.url
+        snapshot_html: str | None = None
+        if load_snapshot is not None and final_url != load_snapshot[0] and host.charter.allows(load_snapshot[0]):
+            if not host.charter.allows(final_url) or not final_url.startswith(("http://", "https://")):
+                # A script navigated the tab after the load event (consent walls, ad-block probes) to a place
+                # that was refused or failed: keep the page as it was loaded from the allowed URL.
+                logger.info("%s navigated to %s after loading; keeping the page as loaded", url, final_url)
+                final_url, snapshot_html = load_snapshot
+        event.final_url = final_url
+        status = response.status if response is not None else None
+        headers: dict[str, str] = {}
+        if response is not None:
+            try:
+                headers = await response.all_headers()
+            except PlaywrightError:
+                headers = dict(response.headers)
+        event.status = status
+        content_type = media_type(headers)
+
+        if not host.charter.allows(final_url):
+            event.timings.fetch_s = time.monotonic() - t0
+            self.host.finish(event, "blocked", f"final URL not on allowed_domains: {final_url}")
+            return [], False
+        if status is not None and status >= 400:
+            event.timings.fetch_s = time.monotonic() - t0
+            event.retry_after = retry_after(headers)
+            self.host.finish(event, "failed", f"HTTP {status}")
+            return [], False
+        if content_type is not None and content_type not in HTML_TYPES:
+            event.timings.fetch_s = time.monotonic() - t0
+            self.host.finish(event, "skipped", f"unsupported content type ({content_type})")
+            if is_pdf_candidate(event, replay=self.replay is not None):
+                return await fetch_pdf(host, session.fetcher, event, deadline, t0)
+            return [], False
+
+        canonical_final = canonical_url(final_url)
+        host.seen.add(canonical_final)
+
+        try:
+            selector = host.charter.selector_for(urlsplit(final_url).hostname)
+            if snapshot_html is not None:
+                html = snapshot_html
+                links = links_in(html, final_url)
+                region_html = select_region(html, selector) if selector else None
+            else:
+                html = await asyncio.wait_for(page.content(), timeout=max(1.0, deadline - time.monotonic() + 2))
+                links = await self._links(page)
+                region_html = await self._region(page, selector) if selector else None
+        except (PlaywrightError, asyncio.TimeoutError) as exc:
+            event.timings.fetch_s = time.monotonic() - t0
+            self.host.finish(event, "failed", f"cannot read the rendered page: {first_line(exc)}")
+            return [], False
+        if snapshot_html is None and event.partial is None:
+            # (a page whose load event never came was read at the timeout: the same inputs, read the same way)
+            # the response that made the document (not a 204 that cancelled a later script navigation)
+            document = response or next((r for r in reversed(responses) if r.status != 204 and r.ok), None)
+            event.fingerprint = await fingerprint(
+                document,
+                watch,
+                final_url=final_url,
+                selector=selector,
+                javascript=host.settings.javascript,
+                known=self._known_sha(nav),
+            )
+        fetched_at = now()
+        event.timings.fetch_s = time.monotonic() - t0
+        return await host.extract_and_queue(
+            event, html, final_url, links, headers, selector, region_html, status, content_type, fetched_at
+        )
+
+    def _known_sha(self, nav: Any) -> Callable[[str], str | None]:
+        """sha256 of bodies brt holds without asking the browser: the replay HAR's, or the document it fetched."""
+        if self.host.replay_index is not None:
+            return self.host.replay_index.sha
+        if nav is not None and nav.kind == "ok":
+            digest = sha256_hex(nav.body)
+            return lambda url: digest if url == nav.url else None
+        return lambda _url: None
+
+    async def _unchanged(self, event: HarvestEvent, deadline: float) -> list[str] | None:
+        """Refresh: when the stored page's inputs are byte-identical now, settle the event as unchanged and
+        return the page's recorded links; None when the page must be rendered again."""
+        host = self.host
+        url = event.url
+        fp = host.fingerprints[url]
+        links = host.resume_links.get(url)
+        if links is None or not await asyncio.to_thread(host.memory.has_page, fp.get("final_url") or url):
+            return None
+        try:
+            assert self.revalidator is not None
+            changed = await self.revalidator.what_changed(url, fp, deadline)
+        except Exception:  # noqa: BLE001 - any doubt means rendering the page again
+            logger.exception("revalidating %s failed; rendering it again", url)
+            return None
+        if changed is not None:
+            logger.info("refresh: %s changed (%s); rendering it again", url, changed)
+            return None
+        event.unchanged = True
+        event.fingerprint = fp
+        event.final_url = fp.get("final_url")
+        event.status = fp.get("status")
+        event.links = list(links)
+        host.final_seen.add(canonical_url(fp.get("final_url") or url))
+        self.host.finish(event, "skipped", "unchanged since the last harvest (document and scripts identical)")
+        return list(links)
+
+    def _navigation_error(
+        self,
+        event: HarvestEvent,
+        exc: Exception,
+        blocked_before: int,
+        responses: list[Response],
+        nav: Any = None,
+    ) -> None:
+        kind = type(browser_error(exc))
+        first = first_line(exc)
+        if nav is not None and nav.kind in ("too large", "timeout", "error"):
+            # the document fetch (orchestrator/fetcher.py) says why the navigation failed
+            event.final_url = nav.url
+            event.status = nav.status
+            if nav.kind == "too large":
+                self.host.finish(event, "skipped", nav.reason)
+            else:
+                self.host.finish(event, "failed", nav.reason)
+            return
+        new_blocks = self.session.blocked[blocked_before:] if self.session else []
+        nav_blocks = [b for b in new_blocks if b.navigation and (b.source or event.url) == event.url]
+        last = responses[-1] if responses else None
+        last_type = media_type(last.headers) if last is not None else None
+        if last is not None:
+            event.final_url = last.url
+            event.status = last.status
+        if last is not None and last_type is not None and last_type not in HTML_TYPES:
+            self.host.finish(event, "skipped", f"unsupported content type ({last_type})")
+        elif kind is DownloadStarted:
+            self.host.finish(event, "skipped", "unsupported content type (download)")
+        elif any(is_guard_reason(b.reason) for b in nav_blocks):
+            target = next(b for b in nav_blocks if is_guard_reason(b.reason))
+            event.final_url = target.url
+            self.host.finish(event, "blocked", f"{target.reason}: {target.url}")
+        elif kind is NavigationRefused or any(
+            b.reason == "not on allowed_domains" for b in nav_blocks
+        ):
+            target = next((b.url for b in nav_blocks), None)
+            event.final_url = target
+            self.host.finish(
+                event, "blocked", f"navigation to a host not on allowed_domains: {target or event.url}"
+            )
+        elif nav_blocks:  # replay: missing from the HAR
+            self.host.finish(event, "failed", nav_blocks[0].reason)
+        else:
+            self.host.finish(event, "failed", first)
+
+    async def _links(self, page: Page) -> list[str]:
+        hrefs = await page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+        return [h for h in hrefs if isinstance(h, str)]
+
+    async def _region(self, page: Page, selector: str) -> str | None:
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            parts = await page.eval_on_selector_all(selector, "els => els.map(e => e.outerHTML)")
+        except PlaywrightError as exc:
+            logger.warning("selector %r failed on %s: %s", selector, page.url, first_line(exc))
+            return None
+        return "\n".join(p for p in parts if isinstance(p, str)) or None
+
+    def _robots_fetch(self, page: Page, deadline: float | None = None) -> Callable[[str], Awaitable[str | None]]:
+        """How this reader fetches ``<origin>/robots.txt``: by brt's document fetcher (checked and pinned, as
+        every document: ``net/robots_fetch.py``; never in a replay), within ``deadline`` (None: the page's
+        timeout from the moment it is asked)."""
+
+        async def fetch(origin: str) -> str | None:
+            from ...net.robots_fetch import fetch_robots
+
+            fetcher = getattr(self.session, "fetcher", None)
+            if self.replay is not None or fetcher is None:
+                return None
+            until = deadline if deadline is not None else time.monotonic() + float(self.host.settings.timeout_s)
+            return await fetch_robots(fetcher, origin, until)
+
+        return fetch
+
+
+async def _blank(page: Any) -> None:
+    """Settle a tab before it tries a URL again: after a failed navigation Chromium may still be committing its
+    error page (or reloading from it), which would interrupt the next ``goto`` ("is interrupted by another
+    navigation")."""
+    from playwright.async_api import Error as PlaywrightError
+
+    if page is None:
+        return
+    try:
+        await page.goto("about:blank", wait_until="commit", timeout=5_000)
+    except PlaywrightError as exc:
+        logger.debug("cannot blank the tab before a retry: %s", exc)
+
+
+def ms_left(deadline: float) -> float:
+    """Milliseconds left until ``deadline`` (at least one second's worth)."""
+    return max(1.0, deadline - time.monotonic()) * 1000
+
+
+def links_in(html: str, base_url: str) -> list[str]:
+    """The href of every <a> in ``html``, absolute against the document's base URL as a browser resolves it
+    (WHATWG, ``url_safety.py``: ``/\\host`` and ``http:\\\\host`` name another host, as they do for a browser)."""
+    import lxml.html
+
+    from .... import url_safety
+
+    try:
+        doc = lxml.html.fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return []
+    base = base_url
+    declared = doc.xpath("//base/@href")
+    if declared and isinstance(declared[0], str):
+        base = url_safety.join(base_url, declared[0]) or base_url
+    out = []
+    for href in doc.xpath("//a/@href"):
+        if isinstance(href, str):
+            absolute = url_safety.join(base, href)
+            if absolute is not None:
+                out.append(absolute)
+    return out

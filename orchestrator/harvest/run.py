@@ -1,0 +1,129 @@
+"""The harvest stage: breadth-first crawl of a charter's seeds with a real browser, extraction, and a
+pipelined writer that chunks and embeds pages into the charter's store while fetching continues.
+
+    harvest(charter) -> HarvestReport
+
+Every URL attempted gets exactly one ``harvest_event`` record (stored, skipped, blocked or failed); single
+pages never raise. Only problems that stop the whole harvest raise (BrowserNotFound, HarvestBusy,
+HarvestError). The pieces: ``crawl`` (frontier, limits, retries, writer hand-over) drives a ``PageReader``
+(``readers/playwright``, ``readers/devtools_mcp``); see the package's ``__init__``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory_store.errors import StoreLocked
+
+from ..config import open_memory
+from ..errors import DiskFull, HarvestBusy, HarvestError
+from ..progress import NullProgress, ProgressSink
+from .crawl import Crawl
+from .models import HarvestReport
+from .pages import update_concept_index
+from .reader import PageReader
+from .readers.devtools_mcp.reader import DevtoolsReader
+from .readers.playwright.reader import PlaywrightReader
+
+if TYPE_CHECKING:
+    from memory_store import Memory
+
+    from ..charter import Charter
+
+__all__ = ["harvest", "harvest_async"]
+
+
+def harvest(
+    charter: Charter,
+    *,
+    replay: Path | None = None,
+    browser_url: str | None = None,
+    via: str = "playwright",
+    memory: Memory | None = None,
+    progress: ProgressSink | None = None,
+    refresh: bool = False,
+) -> HarvestReport:
+    """Harvest ``charter`` into its store (see :func:`harvest_async`). Runs its own event loop (in a helper
+    thread when called from inside a running loop)."""
+    coro_args = dict(
+        replay=replay, browser_url=browser_url, via=via, memory=memory, progress=progress, refresh=refresh
+    )
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(harvest_async(charter, **coro_args))  # type: ignore[arg-type]
+
+    result: dict[str, Any] = {}
+
+    def _run() -> None:
+        try:
+            result["report"] = asyncio.run(harvest_async(charter, **coro_args))  # type: ignore[arg-type]
+        except BaseException as exc:  # re-raised in the caller's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=_run, name="brt-harvest")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["report"]
+
+
+async def harvest_async(
+    charter: Charter,
+    *,
+    replay: Path | None = None,
+    browser_url: str | None = None,
+    via: str = "playwright",
+    memory: Memory | None = None,
+    progress: ProgressSink | None = None,
+    refresh: bool = False,
+) -> HarvestReport:
+    """Crawl the charter's seeds breadth-first (``max_depth`` hops, at most ``max_pages`` stored pages,
+    ``concurrency`` pages at a time) and store their text.
+
+    ``replay`` serves every response from a HAR file (nothing touches the network). With ``refresh=False``
+    a URL already in the store is not fetched again (event skipped, "already stored"; its links are not
+    followed); ``refresh=True`` fetches it again and the store replaces its chunks (unchanged chunks are not
+    embedded again)."""
+    if via not in ("playwright", "devtools-mcp"):
+        raise HarvestError(f"unknown --via {via!r}: expected playwright or devtools-mcp")
+    if via == "devtools-mcp" and (browser_url is not None or replay is not None):
+        raise HarvestError(
+            "--via devtools-mcp starts its own browser: it cannot be combined with --browser-url or --replay"
+        )
+    if browser_url is not None and replay is not None:
+        raise HarvestError("--browser-url and --replay cannot be combined")
+    if replay is not None:
+        replay = Path(replay)
+        if not replay.is_file():
+            raise HarvestError(f"replay file not found: {replay}")
+    if memory is None:
+        memory = open_memory(charter)
+    try:
+        lock = memory.harvest_lock()
+        lock.__enter__()
+    except StoreLocked as exc:
+        raise HarvestBusy(str(exc)) from exc
+    try:
+        from ..audit.hooks import after_harvest_start
+
+        await asyncio.to_thread(after_harvest_start, charter, memory)  # audit (issue 14): the charter as harvested
+        reader: PageReader
+        if via == "devtools-mcp":
+            reader = DevtoolsReader()
+        else:
+            reader = PlaywrightReader(Path(memory.path), replay=replay, browser_url=browser_url)
+        crawl = Crawl(charter, memory, progress or NullProgress(), reader, replay=replay, refresh=refresh)
+        report = await crawl.run()
+        disk_full = bool(report.stopped and report.stopped.startswith("disk full"))
+        if charter.memory.use_concept_index and report.pages_stored and not disk_full:
+            await asyncio.to_thread(update_concept_index, charter, memory)  # concept index: incremental update
+        if disk_full:  # limits.py: stopped cleanly, what was stored is kept
+            raise DiskFull(f"harvest of {charter.id} stopped: {report.stopped}; {report.summary()}", report)
+        return report
+    finally:
+        lock.__exit__(None, None, None)

@@ -1,0 +1,232 @@
+"""The one service layer under the CLI (``cli.py``) and the MCP server (``mcp_server.py``): loading a charter,
+opening its store, searching with the charter's retrieval defaults, status, and the JSON documents of hits,
+sections, reports and snapshots. Both shells only parse arguments and render what these return, so a ``brt
+search --json`` hit and an MCP ``search`` hit are the same object (the MCP server passes ``quote`` to wrap page
+text as untrusted content)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .charter import load_charter
+from .config import memory_basepath, open_memory
+
+if TYPE_CHECKING:
+    from memory_store import CheckResult, Hit, Memory
+
+    from .charter import Charter
+    from .clean import CleanResult
+    from .evidence import SynthesisResult
+    from .harvest.models import HarvestReport
+
+__all__ = [
+    "Quote",
+    "StatusDoc",
+    "clean_json",
+    "harvest_json",
+    "hit_json",
+    "load",
+    "open_store",
+    "require_store",
+    "search",
+    "search_json",
+    "status",
+    "synthesis_json",
+]
+
+#: Wraps text taken from a page (``mcp_server.quote_untrusted``): (text, source URL) -> quoted text.
+Quote = Callable[[str | None, str | None], str | None]
+#: A URL as an agent may see it (``untrusted.safe_url``: WHATWG serialisation, no ``user:pass@``).
+UrlView = Callable[[Any], str | None]
+
+
+def _plain(text: str | None, _source: str | None = None) -> str | None:
+    return text
+
+
+def _same(url: Any) -> str | None:
+    return url
+
+
+def load(path: str | Path) -> Charter:
+    """The charter at ``path`` (``~`` expanded); CharterError names the file and field when it is invalid."""
+    return load_charter(Path(path).expanduser())
+
+
+def require_store(charter: Charter, *, next_step: str | None = None) -> None:
+    """Raise StoreNotFound when the charter has no store; ``next_step`` says how to make one (the CLI and the MCP
+    server word it for their users)."""
+    from memory_store import Memory
+    from memory_store.errors import StoreNotFound
+
+    if not Memory.exists(charter.id, basepath=memory_basepath()):
+        step = next_step or f"run `brt harvest {charter.source or 'CHARTER'}` first"
+        raise StoreNotFound(f"charter {charter.id!r} has no store (never harvested, or cleaned): {step}")
+
+
+def open_store(charter: Charter, *, next_step: str | None = None) -> Memory:
+    """The charter's existing store (StoreNotFound, with ``next_step``, when it was never harvested)."""
+    require_store(charter, next_step=next_step)
+    return open_memory(charter, create=False)
+
+
+def search(
+    charter: Charter,
+    query: str,
+    *,
+    k: int = 5,
+    subtree: str | None = None,
+    min_score: float | None = None,
+    mode: str | None = None,
+    rerank: bool | None = None,
+    reranker_model: str | None = None,
+    mmr_lambda: float | None = None,
+    no_mmr: bool = False,
+    memory: Memory | None = None,
+    next_step: str | None = None,
+) -> list[Hit]:
+    """Search the charter's store; every option left out (None) takes the charter's ``retrieval:`` value (mode,
+    candidates, rerank, reranker model, MMR lambda); ``no_mmr`` turns MMR off."""
+    mem = memory if memory is not None else open_store(charter, next_step=next_step)
+    r = charter.retrieval
+    return mem.search(
+        query,
+        k=k,
+        subtree=subtree,
+        min_score=min_score,
+        mode=mode or r.mode,
+        candidates=r.candidates,
+        rerank=r.rerank if rerank is None else rerank,
+        reranker_model=reranker_model or r.reranker_model,
+        mmr_lambda=None if no_mmr else (r.mmr_lambda if mmr_lambda is None else mmr_lambda),
+    )
+
+
+# -- JSON documents -----------------------------------------------------------------------------------------
+
+
+def hit_json(hit: Hit, quote: Quote | None = None, url: UrlView | None = None) -> dict[str, Any]:
+    """One search hit: id, url, last_updated, title, score, snippet, text, matched_via (page text through
+    ``quote``, the URL through ``url``)."""
+    q = quote or _plain
+    return {
+        "id": hit.id,
+        "url": (url or _same)(hit.url),
+        "last_updated": hit.last_updated,
+        "title": q(hit.title, hit.url),
+        "score": round(float(hit.score), 6),
+        "snippet": q(hit.snippet, hit.url),
+        "text": q(hit.text, hit.url),
+        "matched_via": hit.matched_via,
+    }
+
+
+def search_json(
+    charter: Charter,
+    query: str,
+    hits: list[Hit],
+    *,
+    subtree: str | None = None,
+    quote: Quote | None = None,
+    url: UrlView | None = None,
+) -> dict[str, Any]:
+    """The result of a search: the charter, the query, the subtree and the hits, best first."""
+    return {
+        "charter_id": charter.id,
+        "query": query,
+        "subtree": subtree,
+        "hits": [hit_json(h, quote, url) for h in hits],
+    }
+
+
+def synthesis_json(
+    result: SynthesisResult, quote: Quote | None = None, url: UrlView | None = None
+) -> dict[str, Any]:
+    """A synthesis: the document written beside the Markdown (``SynthesisResult.to_json``: per section its
+    blocks and gaps) with each block's citation, the counts of answered sections and gaps, and the paths
+    written. With ``quote`` every quote (a block's and its other sources', ``also_at``) is wrapped as untrusted
+    page text, the blocks' Markdown lines (which embed the quote) are left out, and the dates are escaped;
+    ``url`` gives every URL as an agent may see it."""
+    from .evidence import display_url
+
+    view = url or _same
+    doc = result.to_json()
+    for section, data in zip(result.sections, doc["sections"], strict=True):
+        for block, out in zip(section.blocks, data["blocks"], strict=True):
+            date = str(block.last_updated or "unknown")
+            if quote is not None:
+                date = quote(date, block.url) if not _is_date(date) else date
+            cited = view(display_url(block.url))
+            out["citation"] = f"[{block.label} Evidence #{block.n}] — {cited} (last updated: {date})"
+            out["url"] = view(block.url)
+            for source in out.get("also_at") or []:
+                source["url"] = view(source.get("url"))
+                if quote is not None and source.get("quote") is not None:
+                    source["quote"] = quote(source["quote"], source.get("url"))
+            if quote is not None:
+                out["quote"] = quote(block.quote, block.url)
+                out.pop("markdown", None)
+    doc["answered"] = sum(1 for s in result.sections if s.blocks)
+    doc["gaps"] = sum(len(s.gaps) for s in result.sections)
+    doc["doc_path"] = str(result.doc_path) if result.doc_path else None
+    doc["json_path"] = str(result.json_path) if result.json_path else None
+    return doc
+
+
+def _is_date(text: str) -> bool:
+    import re
+
+    return text == "unknown" or re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", text) is not None
+
+
+def harvest_json(report: HarvestReport) -> dict[str, Any]:
+    """A harvest report (``HarvestReport.to_json``) with its one-line summary."""
+    doc = report.to_json()
+    doc["summary"] = report.summary()
+    return doc
+
+
+def clean_json(charter: Charter, result: CleanResult) -> dict[str, Any]:
+    """What ``clean`` did: the snapshot and HAR paths, whether the store was destroyed, the record counts."""
+    return {
+        "charter_id": charter.id,
+        "snapshot_path": str(result.snapshot_path),
+        "har_path": str(result.har_path) if result.har_path else None,
+        "destroyed": result.destroyed,
+        "counts": result.counts,
+    }
+
+
+@dataclass
+class StatusDoc:
+    """``brt status``: the store's report, the last harvest's summary table and (``check``) the store check."""
+
+    report: Any  # clean.StatusReport
+    summary: dict[str, Any] | None = None
+    check: CheckResult | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        doc = self.report.to_json()
+        if self.summary is not None:
+            doc["last_harvest_summary"] = self.summary
+        if self.check is not None:
+            doc["check"] = self.check.to_json()
+        return doc
+
+
+def status(charter: Charter, *, check: bool = False) -> StatusDoc:
+    """Pages, chunks, model, disk size and last harvest of the charter's store, the last harvest's summary and,
+    with ``check``, the store check (``Memory.check``)."""
+    from .clean import status as store_status
+    from .harvest.journal import last_summary
+
+    doc = StatusDoc(store_status(charter))
+    if doc.report.exists:
+        mem = open_memory(charter, create=False)
+        doc.summary = last_summary(mem)
+        if check:
+            doc.check = mem.check()
+    return doc

@@ -1,0 +1,567 @@
+"""Audits you can check, replay and read (issue 14), end to end: a real harvest of the local site (real
+Chromium, real LanceDB, the real model), synthesize, clean; then verify (and each kind of tampering caught),
+restore -> synthesize (the recorded blocks again), the HTML report in real Chromium (0 requests), the CSV
+read back, ls, conflicts between sources,. Charter init and the pure units of the conflict logic
+are in tests/unit/test_audit_rules.py."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from orchestrator.cli import cli
+from tests.sites.pages import page, start_site
+
+FERRY = "The crossing takes 45 minutes and a return ticket costs €12 for adults."
+FERRY_EDITED = "The crossing takes 55 minutes and a return ticket costs €12 for adults."
+
+
+def run(*args: Any) -> Any:
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def _ferry_pages(site: Any) -> None:
+    site.write("ferry.html", page(
+        "Island ferry",
+        "Boats leave the south quay every two hours. " + FERRY,
+        "Bicycles travel free of charge, and dogs must stay on a lead on the car deck during the crossing.",
+    ))
+    site.write("ferry-guide.html", page(
+        "Visitors' guide to the island",
+        "Most visitors come for the bird colonies on the cliffs and the lighthouse walk. " + FERRY,
+        "The island shop sells maps of the coastal path and closes early on Sundays.",
+    ))
+    site.write("ferry-notice.html", page(
+        "Notice board",
+        "Notices for the harbour community, collected by the harbour office every week. " + FERRY_EDITED,
+        "The harbour office asks owners to move small boats away from the slipway before the winter storms.",
+    ))
+    index = site.root / "index.html"
+    html = index.read_text(encoding="utf-8")
+    links = "".join(f'<li><a href="{n}">{n}</a></li>' for n in ("ferry.html", "ferry-guide.html", "ferry-notice.html"))
+    index.write_text(html.replace("<nav><ul>", "<nav><ul>" + links, 1), encoding="utf-8")
+
+
+def _charter(tmp: Path, site: Any) -> Path:
+    data = {
+        "id": "audit_site",
+        "title": "Harbour audit",
+        "goal": "What does the harbour site say about its lighthouse, tides and ferry?",
+        "allowed_domains": ["127.0.0.1"],
+        "seeds": [site.url("index.html")],
+        "acceptance": [
+            "The year the lighthouse lamp was converted to electricity is cited",
+            "The height of spring tides and the price of bitcoin are both cited",
+            "The price of bitcoin in euros is quoted",
+            "A question the site does not answer is reported as a Gap",
+        ],
+        "outputs": {
+            "doc": "out/audit.md",
+            "sections": [
+                {"title": "Lighthouse lamp", "label": "Lamp",
+                 "question": "When was the lighthouse lamp converted to electricity?"},
+                {"title": "Tides", "question": "How high do spring tides reach in the harbour?"},
+                {"title": "Ferry crossing", "label": "Ferry",
+                 "question": "How long does the crossing take, and what does a return ticket cost?"},
+                {"title": "Cryptocurrency", "label": "Crypto",
+                 "question": "What is the current price of bitcoin in euros?"},
+            ],
+        },
+        "harvest": {"max_pages": 20, "max_depth": 1, "concurrency": 2, "timeout_s": 10},
+        "retrieval": {"k": 3},
+    }
+    path = tmp / "charter.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def audit(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Any:
+    """One harvest -> synthesize -> clean of the local site (with the ferry pages) for the whole module."""
+    tmp = tmp_path_factory.mktemp("audit")
+    home = tmp / "brt_home"
+    home.mkdir()
+    site = start_site(tmp / "site")
+    _ferry_pages(site)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("BRT_HOME", str(home))
+    try:
+        charter = _charter(tmp, site)
+        r = run("harvest", charter)
+        assert r.exit_code == 0, r.output
+        r = run("synthesize", charter, "--json")
+        assert r.exit_code == 0, r.output
+        synthesis = json.loads(r.stdout)
+        snapshot = tmp / "audit.jsonl"
+        r = run("clean", charter, "--snapshot", snapshot)
+        assert r.exit_code == 0, r.output
+        yield type("Audit", (), {"tmp": tmp, "home": home, "charter": charter, "snapshot": snapshot,
+                                 "synthesis": synthesis, "site": site})
+    finally:
+        mp.undo()
+        site.stop()
+
+
+@pytest.fixture
+def home(audit: Any, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("BRT_HOME", str(audit.home))
+    return audit.home
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def write_records(records: list[dict[str, Any]], dest: Path, *, fix_manifest: bool = True) -> Path:
+    """Write records as a snapshot; with ``fix_manifest`` the sha256 and counts are recomputed, as a careful
+    forger would."""
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records[1:]).encode("utf-8")
+    manifest = dict(records[0])
+    if fix_manifest:
+        counts: dict[str, int] = {}
+        for r in records[1:]:
+            counts[r["type"]] = counts.get(r["type"], 0) + 1
+        manifest["counts"] = counts
+        manifest["sha256"] = hashlib.sha256(body).hexdigest()
+    dest.write_bytes((json.dumps(manifest) + "\n").encode("utf-8") + body)
+    return dest
+
+
+def tampered(audit: Any, tmp_path: Path, mutate: Callable[[list[dict[str, Any]]], None], *,
+             fix_manifest: bool = True) -> Path:
+    records = read_records(audit.snapshot)
+    mutate(records)
+    dest = write_records(records, tmp_path / "tampered.jsonl", fix_manifest=fix_manifest)
+    shutil.copyfile(audit.snapshot.with_suffix(".har"), dest.with_suffix(".har"))
+    return dest
+
+
+# -- the snapshot and verify ---------------------------------------------------------------------------------
+
+
+def test_snapshot_is_self_contained(audit: Any) -> None:
+    records = read_records(audit.snapshot)
+    manifest = records[0]
+    kinds = {r["type"] for r in records[1:]}
+    assert {"charter", "synthesis", "concept_graph", "concept_pointer", "page", "chunk", "harvest_event"} <= kinds
+    assert manifest["counts"]["charter"] == 1 and manifest["counts"]["synthesis"] == 1
+    charter = next(r for r in records if r["type"] == "charter")
+    assert charter["text"] == audit.charter.read_text(encoding="utf-8")
+    assert charter["sha256"] == hashlib.sha256(charter["text"].encode("utf-8")).hexdigest()
+    assert set(charter["roles"]) == {"harvest", "synthesize"}
+    synthesis = next(r for r in records if r["type"] == "synthesis")
+    assert synthesis["charter_sha256"] == charter["sha256"]
+    assert [s["title"] for s in synthesis["sections"]] == [s["title"] for s in audit.synthesis["sections"]]
+    chunks = {r["id"] for r in records if r["type"] == "chunk"}
+    blocks = [b for s in synthesis["sections"] for b in s["blocks"]]
+    assert blocks and all(b["chunk_id"] in chunks for b in blocks)
+    assert [g for s in synthesis["sections"] for g in s["gaps"]]
+
+
+def test_verify_passes_with_a_one_line_verdict(audit: Any, home: Path) -> None:
+    r = run("verify", audit.snapshot)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("\n") == 1 and r.stdout.startswith("OK audit.jsonl:"), r.stdout
+    doc = json.loads(run("verify", audit.snapshot, "--json").stdout)
+    assert doc["ok"] and doc["failures"] == []
+    n_blocks = sum(len(s["blocks"]) for s in audit.synthesis["sections"])
+    assert doc["checked"]["quotes"] == n_blocks
+    assert doc["checked"]["har_pages"] == doc["checked"]["pages"] == doc["checked"]["fingerprints"] > 5
+
+
+def _first_block(records: list[dict[str, Any]]) -> dict[str, Any]:
+    syn = next(r for r in records if r["type"] == "synthesis")
+    return next(b for s in syn["sections"] for b in s["blocks"])
+
+
+def _edit_quote(records: list[dict[str, Any]]) -> None:
+    block = _first_block(records)
+    block["quote"] = block["quote"].replace("1953", "1935") if "1953" in block["quote"] else block["quote"] + " not"
+
+
+def _edit_chunk(records: list[dict[str, Any]]) -> None:
+    cid = _first_block(records)["chunk_id"]
+    chunk = next(r for r in records if r["type"] == "chunk" and r["id"] == cid)
+    chunk["text"] = chunk["text"].replace("1953", "1935").replace("lighthouse", "light house")
+
+
+def _edit_count(records: list[dict[str, Any]]) -> None:
+    records[0]["counts"]["chunk"] += 1
+
+
+def _edit_allowlist(records: list[dict[str, Any]]) -> None:
+    charter = next(r for r in records if r["type"] == "charter")
+    charter["text"] = charter["text"].replace("127.0.0.1", "example.org")  # allowlist and seeds
+    charter["sha256"] = hashlib.sha256(charter["text"].encode("utf-8")).hexdigest()
+    next(r for r in records if r["type"] == "synthesis")["charter_sha256"] = charter["sha256"]
+
+
+def _edit_url(records: list[dict[str, Any]]) -> None:
+    block = _first_block(records)
+    other = next(r for r in records if r["type"] == "page" and r["final_url"] != block["url"])
+    block["url"] = other["final_url"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fix", "check", "words"),
+    [
+        (_edit_quote, True, "evidence", "not a verbatim span"),
+        (_edit_chunk, True, "chunks", "not the hash of its text"),
+        (_edit_count, False, "manifest", "the manifest counts"),
+        (_edit_quote, False, "manifest", "sha256"),
+        (_edit_allowlist, True, "evidence", "not on the charter's allowlist"),
+        (_edit_url, True, "evidence", "does not belong to"),
+    ],
+    ids=["quote", "chunk", "manifest-count", "unsealed-edit", "allowlist", "cited-url"],
+)
+def test_verify_catches_tampering(audit: Any, home: Path, tmp_path: Path, mutate: Any, fix: bool, check: str,
+                                  words: str) -> None:
+    bad = tampered(audit, tmp_path, mutate, fix_manifest=fix)
+    r = run("verify", bad)
+    assert r.exit_code == 1, r.output
+    assert r.stdout.startswith("FAILED tampered.jsonl"), r.stdout
+    doc = json.loads(run("verify", bad, "--json").stdout)
+    assert any(f["check"] == check and words in f["message"] for f in doc["failures"]), doc["failures"]
+
+
+def test_verify_catches_a_har_body_that_does_not_match_its_fingerprint(audit: Any, home: Path,
+                                                                      tmp_path: Path) -> None:
+    snap = tmp_path / "s.jsonl"
+    shutil.copyfile(audit.snapshot, snap)
+    har = json.loads(audit.snapshot.with_suffix(".har").read_text(encoding="utf-8"))
+    lamp = audit.site.url("a.html")
+    entry = next(e for e in har["log"]["entries"] if e["request"]["url"] == lamp)
+    entry["response"]["content"]["text"] = entry["response"]["content"]["text"].replace("1953", "1935")
+    entry["response"]["content"].pop("encoding", None)
+    snap.with_suffix(".har").write_text(json.dumps(har), encoding="utf-8")
+    doc = json.loads(run("verify", snap, "--json").stdout)
+    assert not doc["ok"]
+    assert [f for f in doc["failures"] if f["check"] == "har"] == [
+        {"check": "har", "message": f"page {lamp}: no response in the HAR hashes to its recorded fingerprint"}
+    ]
+    snap.with_suffix(".har").unlink()
+    doc = json.loads(run("verify", snap, "--json").stdout)
+    assert any(f["check"] == "har" and "no HAR" in f["message"] for f in doc["failures"])
+    assert run("verify", snap, "--no-har").exit_code == 0
+
+
+def test_verify_missing_responses_fail_unless_the_har_says_its_recording_was_cut_short(
+        audit: Any, home: Path, tmp_path: Path) -> None:
+    snap = tmp_path / "s.jsonl"
+    shutil.copyfile(audit.snapshot, snap)
+    har = json.loads(audit.snapshot.with_suffix(".har").read_text(encoding="utf-8"))
+    lamp = audit.site.url("a.html")
+    har["log"]["entries"] = [e for e in har["log"]["entries"] if e["request"]["url"] != lamp]
+    snap.with_suffix(".har").write_text(json.dumps(har), encoding="utf-8")
+    doc = json.loads(run("verify", snap, "--json").stdout)
+    assert [f["message"] for f in doc["failures"]] == [f"the HAR holds no response for page {lamp}"]
+    har["log"]["comment"] = f"x.har: incomplete: browser crashed at now; pages read in it: {lamp}"
+    snap.with_suffix(".har").write_text(json.dumps(har), encoding="utf-8")
+    doc = json.loads(run("verify", snap, "--json").stdout)
+    assert doc["ok"] and any("incomplete" in w["message"] for w in doc["warnings"])
+
+
+def test_verify_rejects_a_file_that_is_not_a_snapshot(tmp_path: Path, home: Path) -> None:
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("hello\n")
+    r = run("verify", junk)
+    assert r.exit_code == 1 and "not a brt snapshot" in r.output
+
+
+# -- restore ---------------------------------------------------------------------------------------------------
+
+
+def _blocks(doc: dict[str, Any]) -> list[Any]:
+    return [
+        (s["title"],
+         [(b["n"], b["quote"], b["url"], b["chunk_id"], b["last_updated"], b["score"]) for b in s["blocks"]],
+         len(s["gaps"]))
+        for s in doc["sections"]
+    ]
+
+
+def test_restore_then_synthesize_gives_the_recorded_blocks(audit: Any, home: Path, tmp_path: Path) -> None:
+    r = run("restore", audit.snapshot, "--id", "audit_again", "--json")
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.stdout)
+    assert result["charter_id"] == "audit_again" and result["reembedded"] == 0 and result["check_ok"]
+    assert result["concept_index"] == "restored" and result["synthesis"]
+    charter = Path(result["charter_path"])
+    assert yaml.safe_load(charter.read_text(encoding="utf-8"))["id"] == "audit_again"
+    assert run("status", charter, "--check").exit_code == 0
+    # the recorded synthesis is there at once (report), and a new one gives the same blocks
+    assert run("report", charter, "--format", "md").exit_code == 0
+    r = run("synthesize", charter, "--json", "--out", tmp_path / "again.md")
+    assert r.exit_code == 0, r.output
+    again = json.loads(r.stdout)
+    assert _blocks(again) == _blocks(audit.synthesis)
+    assert again["acceptance"] == audit.synthesis["acceptance"]
+    assert again["conflicts"] == audit.synthesis["conflicts"]
+    hits = json.loads(run("search", charter, "lamp converted to electricity", "--json").stdout)["hits"]
+    assert "1953" in hits[0]["text"]
+    # a second restore under the same id is refused; the store is untouched
+    r = run("restore", audit.snapshot, "--id", "audit_again")
+    assert r.exit_code == 1 and "exists" in r.output
+
+
+def test_restore_without_vectors_re_embeds(audit: Any, home: Path, tmp_path: Path) -> None:
+    records = read_records(audit.snapshot)
+    for rec in records:
+        rec.pop("embedding", None)
+        if rec["type"] == "concept_graph":
+            rec["vectors"] = False
+            for node in rec["graph"]["nodes"]:
+                for key in ("label_vec", "own_vec", "centroid"):
+                    node.pop(key, None)
+    records[0]["include_vectors"] = False
+    snap = write_records(records, tmp_path / "novec.jsonl")
+    assert run("verify", snap, "--no-har").exit_code == 0
+    r = run("restore", snap, "--id", "audit_novec", "--json", "--charter", tmp_path / "novec.yaml")
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.stdout)
+    assert result["reembedded"] == result["chunks"] > 0 and result["concept_index"] == "rebuilt"
+    assert result["check_ok"]
+    r = run("synthesize", tmp_path / "novec.yaml", "--json")
+    assert r.exit_code == 0, r.output
+    lamp = json.loads(r.stdout)["sections"][0]
+    assert any("1953" in b["quote"] for b in lamp["blocks"])
+
+
+# -- conflicts and acceptance on the real synthesis -----------------------------------------------------------------
+
+
+def test_conflict_between_sources_is_flagged_and_unedited_pages_agree(audit: Any) -> None:
+    syn = audit.synthesis
+    ferry = next(s for s in syn["sections"] if s["label"] == "Ferry")
+    urls = {b["url"].rsplit("/", 1)[-1] for b in ferry["blocks"]}
+    assert {"ferry.html", "ferry-guide.html", "ferry-notice.html"} <= urls, ferry["blocks"]
+    conflicts = [c for c in syn["conflicts"] if c["section"] == "Ferry crossing"]
+    assert conflicts, syn["conflicts"]
+    for c in conflicts:  # every conflict involves the edited page, and states both values, quotes and dates
+        pair = {c["a"]["url"].rsplit("/", 1)[-1], c["b"]["url"].rsplit("/", 1)[-1]}
+        assert "ferry-notice.html" in pair and len(pair) == 2
+        assert {c["a"]["value"], c["b"]["value"]} == {"45 minutes", "55 minutes"}
+        assert FERRY_EDITED in (c["a"]["quote"], c["b"]["quote"]) or any(
+            "55 minutes" in c[k]["quote"] for k in "ab")
+        assert "last_updated" in c["a"] and "last_updated" in c["b"]
+    agree = [a for a in syn["agreements"] if a["section"] == "Ferry crossing"]
+    assert any(a["value"] == "45 minutes" and a["sources"] == 2 for a in agree), agree
+    assert any(a["value"].replace(" ", "") == "€12" and a["sources"] == 3 for a in agree), agree
+    for c in syn["conflicts"]:  # in any section: a conflict always involves the edited page
+        assert "ferry-notice.html" in (c["a"]["url"] + c["b"]["url"])
+    md = (audit.charter.parent / "out" / "audit.md").read_text(encoding="utf-8")
+    assert "[Ferry Conflict] " in md and "[Ferry Agreement] " in md
+
+
+def test_acceptance_verdicts(audit: Any) -> None:
+    verdicts = {v["criterion"]: v for v in audit.synthesis["acceptance"]}
+    assert [v["verdict"] for v in verdicts.values()] == ["covered", "partial", "not covered", "covered"], verdicts
+    partial = verdicts["The height of spring tides and the price of bitcoin are both cited"]
+    assert partial["reason"]
+    gap = verdicts["A question the site does not answer is reported as a Gap"]
+    assert gap["kind"] == "gap" and gap["gap_sections"] == ["Cryptocurrency"]
+    md = (audit.charter.parent / "out" / "audit.md").read_text(encoding="utf-8")
+    section = md.split("## Acceptance criteria", 1)[1]
+    assert section.count("- **covered**: ") == 2 and "- **not covered**: The price of bitcoin" in section
+
+
+# -- reports ------------------------------------------------------------------------------------------------------
+
+
+def test_html_report_renders_offline_in_chromium(audit: Any, home: Path, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from orchestrator.errors import BrowserNotFound
+    from orchestrator.harvest.launch import LAUNCH_ARGS, find_browser
+
+    out = tmp_path / "report.html"
+    r = run("report", audit.snapshot, "--format", "html", "--out", out)
+    assert r.exit_code == 0, r.output
+    html = out.read_text(encoding="utf-8")
+    assert "<script" not in html.lower() and "http-equiv=\"Content-Security-Policy\"" in html
+    try:
+        executable = find_browser()
+    except BrowserNotFound as exc:
+        pytest.skip(str(exc))
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=LAUNCH_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1200, "height": 900})
+            context.on("request", lambda req: requests.append(req.url))
+            tab = context.new_page()
+            tab.goto(out.as_uri(), wait_until="load")
+            tab.wait_for_timeout(300)
+            text = tab.inner_text("body")
+            for s in audit.synthesis["sections"]:
+                assert tab.locator("h2", has_text=s["title"]).count() == 1
+                for b in s["blocks"]:
+                    assert tab.locator(f"#s{audit.synthesis['sections'].index(s) + 1}-b{b['n']} a").get_attribute(
+                        "href") == b["url"]
+            assert "No evidence met the threshold" in text
+            assert tab.locator("#acceptance tbody tr").count() == len(audit.synthesis["acceptance"])
+            assert tab.locator("#conflicts .conflict-card").count() == len(audit.synthesis["conflicts"])
+            assert tab.locator("#sources tbody tr").count() >= 8
+            assert tab.locator("#concepts svg.concept-map g.node").count() > 3
+            assert tab.locator("#harvest").inner_text().count("stored") >= 1
+            tab.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        finally:
+            browser.close()
+    assert requests == [out.as_uri()], requests  # the document itself, nothing else
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_html_report_escapes_page_text(audit: Any, home: Path, tmp_path: Path) -> None:
+    from orchestrator.audit.bundle import load_bundle
+    from orchestrator.audit.report_html import render_html
+
+    bundle = load_bundle(audit.snapshot)
+    evil = '<script>alert(1)</script><img src=x onerror=alert(2)> "quoted" & </blockquote>'
+    block = bundle.synthesis["sections"][0]["blocks"][0]
+    block["quote"] = evil
+    block["url"] = "javascript:alert(3)"
+    bundle.pages[0]["title"] = evil
+    bundle.concepts[1]["label"] = evil
+    html = render_html(bundle)
+    assert "<script" not in html and "<img" not in html and 'href="javascript:' not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_csv_report_round_trips(audit: Any, home: Path, tmp_path: Path) -> None:
+    out = tmp_path / "evidence.csv"
+    r = run("report", audit.snapshot, "--format", "csv", "--out", out)
+    assert r.exit_code == 0, r.output
+    raw = out.read_bytes()
+    assert raw.count(b"\r\n") >= 2 and b"\n" not in raw.replace(b"\r\n", b"")
+    rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8"), newline="")))
+    assert list(rows[0]) == ["section", "n", "quote", "url", "title", "last_updated", "score", "chunk_id",
+                             "conflict"]
+    blocks = [(s, b) for s in audit.synthesis["sections"] for b in s["blocks"]]
+    assert len(rows) == len(blocks)
+    for row, (s, b) in zip(rows, blocks, strict=True):
+        assert (row["section"], int(row["n"]), row["quote"], row["url"], row["chunk_id"]) == (
+            s["title"], b["n"], b["quote"], b["url"], b["chunk_id"])
+        assert abs(float(row["score"]) - b["score"]) < 1e-4
+        assert row["last_updated"] == (b["last_updated"] or "")
+    flagged = [r for r in rows if r["conflict"]]
+    assert flagged and all(r["url"].rsplit("/", 1)[-1] in ("ferry.html", "ferry-guide.html", "ferry-notice.html")
+                           for r in flagged)
+    assert all("55 minutes" in r["conflict"] for r in flagged)
+    assert all(r["title"] for r in rows)
+
+
+def test_csv_quoting_of_hostile_text(audit: Any) -> None:
+    from orchestrator.audit.bundle import load_bundle
+    from orchestrator.audit.report_csv import render_csv
+
+    bundle = load_bundle(audit.snapshot)
+    nasty = 'He said, "stop"\r\nthen left; =HYPERLINK("http://x")'
+    bundle.synthesis["sections"][0]["blocks"][0]["quote"] = nasty
+    rows = list(csv.reader(io.StringIO(render_csv(bundle), newline="")))
+    assert rows[1][2] == nasty
+    bundle.synthesis["sections"][0]["blocks"][0]["quote"] = "=1+1"
+    rows = list(csv.reader(io.StringIO(render_csv(bundle), newline="")))
+    assert rows[1][2] == "'=1+1"
+
+
+def test_markdown_report(audit: Any, home: Path) -> None:
+    r = run("report", audit.snapshot, "--format", "md")
+    assert r.exit_code == 0, r.output
+    assert "## Acceptance criteria" in r.stdout and "## Sources" in r.stdout and "## Harvest" in r.stdout
+    assert "[Ferry Conflict]" in r.stdout
+
+
+def test_report_of_a_charter_without_synthesis_is_a_clear_error(audit: Any, home: Path, tmp_path: Path) -> None:
+    r = run("report", audit.charter)  # cleaned: no store
+    assert r.exit_code == 1 and "brt harvest" in r.output
+
+
+# -- ls and charter init ----------------------------------------------------------------------------------------
+
+
+def test_ls_lists_stores_and_snapshots(audit: Any, home: Path, tmp_path: Path) -> None:
+    snaps = home / "snapshots"
+    snaps.mkdir(exist_ok=True)
+    shutil.copyfile(audit.snapshot, snaps / "audit_site-20990101T000000Z.jsonl")
+    r = run("restore", audit.snapshot, "--id", "audit_ls", "--charter", tmp_path / "ls.yaml")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(run("ls", "--json").stdout)
+    store = next(s for s in doc["stores"] if s["charter_id"] == "audit_ls")
+    manifest = read_records(audit.snapshot)[0]
+    assert store["pages"] == manifest["counts"]["page"] and store["chunks"] == manifest["counts"]["chunk"]
+    assert store["last_harvest"] and store["last_synthesis"] and store["disk_bytes"] > 0
+    snap = next(s for s in doc["snapshots"] if s["id"] == "audit_site-20990101T000000Z")
+    assert snap["charter_id"] == "audit_site" and snap["pages"] == manifest["counts"]["page"]
+    assert snap["last_harvest"] == store["last_harvest"] and snap["size"] == audit.snapshot.stat().st_size
+    assert not snap["har"]
+    text = run("ls").stdout
+    assert "audit_ls" in text and "audit_site-20990101T000000Z" in text
+
+
+def test_mcp_audit_tools(audit: Any, home: Path, tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    from tests.e2e.test_mcp import doc_of, error_text, server_params
+
+    async def flow() -> None:
+        with open(tmp_path / "server.log", "w") as errlog:
+            async with stdio_client(server_params(home), errlog=errlog) as (read, write):
+                async with ClientSession(read, write, read_timeout_seconds=120) as s:
+                    await s.initialize()
+                    tools = {t.name: t for t in (await s.list_tools()).tools}
+                    assert {"verify", "list_charters", "charter_init"} <= set(tools)
+                    assert tools["verify"].annotations.read_only_hint
+                    doc = doc_of(await s.call_tool("verify", {"snapshot_path": str(audit.snapshot)}))
+                    assert doc["ok"] and doc["verdict"].startswith("OK audit.jsonl")
+                    bad = tampered(audit, tmp_path, _edit_chunk)
+                    doc = doc_of(await s.call_tool("verify", {"snapshot_path": str(bad)}))
+                    assert not doc["ok"] and any(f["check"] == "chunks" for f in doc["failures"])
+                    assert "jsonl" in error_text(await s.call_tool("verify", {"snapshot_path": "/etc/passwd"}))
+                    doc = doc_of(await s.call_tool("list_charters", {}))
+                    assert doc["brt_home"] == str(home) and isinstance(doc["stores"], list)
+                    doc = doc_of(await s.call_tool("charter_init", {
+                        "question": "How long does the ferry crossing take?",
+                        "urls": ["https://ferries.example.com/timetable"], "charter_id": "ferry_mcp"}))
+                    written = Path(doc["path"])
+                    assert written == home / "charters" / "ferry_mcp.yaml" and written.read_text() == doc["text"]
+                    assert "exists" in error_text(await s.call_tool("charter_init", {
+                        "question": "q", "urls": ["https://example.com/"], "charter_id": "ferry_mcp"}))
+                    assert "urls.0" in error_text(await s.call_tool("charter_init", {
+                        "question": "q", "urls": ["ftp://example.com/"], "write": False}))
+
+    anyio.run(flow)
+    from orchestrator.charter import load_charter
+
+    assert load_charter(home / "charters" / "ferry_mcp.yaml").id == "ferry_mcp"
+
+
+def test_replaying_the_snapshot_har_gives_the_recorded_blocks(audit: Any, home: Path, tmp_path: Path) -> None:
+    """The other way to re-run an audit: a fresh harvest served from the snapshot's HAR (no network)."""
+    data = yaml.safe_load(audit.charter.read_text(encoding="utf-8"))
+    data["id"] = "audit_replay"
+    data["outputs"]["doc"] = str(tmp_path / "replay.md")
+    charter = tmp_path / "replay.yaml"
+    charter.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    audit.site.stop()  # nothing is served any more: every response comes from the HAR
+    r = run("harvest", charter, "--replay", audit.snapshot.with_suffix(".har"))
+    assert r.exit_code == 0, r.output
+    r = run("synthesize", charter, "--json")
+    assert r.exit_code == 0, r.output
+    again = json.loads(r.stdout)
+    assert _blocks(again) == _blocks(audit.synthesis)
+    r = run("clean", charter, "--snapshot", tmp_path / "replay.jsonl")
+    assert r.exit_code == 0, r.output
+    assert run("verify", tmp_path / "replay.jsonl").exit_code == 0

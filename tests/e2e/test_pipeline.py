@@ -1,0 +1,195 @@
+"""End to end through the CLI (in-process, so the model loads once): harvest -> search -> synthesize -> clean,
+against the local ``pages`` site, with real Chromium, a real LanceDB store and the real model; and ``brt demo``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli import cli
+
+EVIDENCE_RE = re.compile(
+    r'^\[(?P<label>.+?) Evidence #(?P<n>\d+)\] "(?P<quote>.+)" — (?P<url>\S+) '
+    r"\(last updated: (?P<date>\d{4}-\d{2}-\d{2}|unknown)\)"
+    r"(?:; also at \S+ \(last updated: (?:\d{4}-\d{2}-\d{2}|unknown)\))*$"  # merged sources (issue 10)
+)
+GAP_RE = re.compile(
+    r'^\[(?P<label>.+?) Gap\] No evidence met the threshold for "(?P<q>.+)" '
+    r"\(searched (?P<c>\d+) chunks from (?P<p>\d+) pages\)\.$"
+)
+
+
+SECTIONS = [
+    {
+        "title": "Lighthouse lamp",
+        "label": "Lamp",
+        "question": "When was the lighthouse lamp converted to electricity?",
+    },
+    {"title": "Tides", "question": "How high do spring tides reach in the harbour?"},
+    {
+        "title": "Cryptocurrency",
+        "label": "Crypto",
+        "question": "What is the current price of bitcoin in euros?",
+    },
+]
+
+
+def write_charter(make_charter, site, *, persist=False, charter_id="e2e_site"):
+    """The charter file of these runs (``make_charter`` writes it as YAML)."""
+    return make_charter(
+        site,
+        path="charter.yaml",
+        charter_id=charter_id,
+        title="Harbour research",
+        goal="What does the harbour site say about its lighthouse and tides?",
+        outputs={"doc": "out/report.md"},
+        sections=SECTIONS,
+        memory={"persist": persist},
+        max_pages=20,
+    ).source
+
+
+def run(*args):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    return result
+
+
+@pytest.mark.browser
+def test_harvest_search_synthesize_clean(local_site, make_charter, brt_home, embedder, tmp_path):
+    site = local_site()
+    charter = write_charter(make_charter, site)
+
+    r = run("harvest", charter)
+    assert r.exit_code == 0, r.output
+    assert "stored" in r.output
+
+    r = run("search", charter, "lamp converted to electricity", "-k", "3", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["query"] == "lamp converted to electricity"
+    assert 1 <= len(doc["hits"]) <= 3
+    top = doc["hits"][0]
+    assert set(top) >= {"id", "url", "last_updated", "score", "snippet", "text"}
+    assert "1953" in top["text"] and top["id"].startswith("sha256:")
+
+    r = run("synthesize", charter)
+    assert r.exit_code == 0, r.output
+    md = (tmp_path / "out/report.md").read_text()
+    data = json.loads((tmp_path / "out/report.json").read_text())
+    lines = md.splitlines()
+    lamp = [m for m in map(EVIDENCE_RE.match, lines) if m and m["label"] == "Lamp"]
+    assert lamp, md
+    assert [int(m["n"]) for m in lamp] == list(range(1, len(lamp) + 1))
+    assert any("1953" in m["quote"] for m in lamp)
+    assert all(m["url"].startswith(f"127.0.0.1:{site.port}/") for m in lamp)
+    assert any(m["label"] == "Tides" for m in map(EVIDENCE_RE.match, lines) if m)
+    gaps = [m for m in map(GAP_RE.match, lines) if m]
+    assert [g["label"] for g in gaps] == ["Crypto"], md
+    crypto = next(s for s in data["sections"] if s["label"] == "Crypto")
+    assert crypto["blocks"] == [] and len(crypto["gaps"]) == 1
+    assert int(gaps[0]["c"]) > 0 and int(gaps[0]["p"]) > 0
+    # Never padded: every block is at or above the threshold.
+    assert all(b["score"] >= data["min_score"] for s in data["sections"] for b in s["blocks"])
+
+    snap = tmp_path / "audit.jsonl"
+    r = run("clean", charter, "--snapshot", snap)
+    assert r.exit_code == 0, r.output
+    raw = snap.read_bytes()
+    first, rest = raw.split(b"\n", 1)
+    manifest = json.loads(first)
+    assert manifest["type"] == "manifest"
+    assert manifest["sha256"] == hashlib.sha256(rest).hexdigest()
+    records = [json.loads(line) for line in rest.splitlines()]
+    counts = {}
+    for rec in records:
+        counts[rec["type"]] = counts.get(rec["type"], 0) + 1
+    assert counts == manifest["counts"]
+    chunks = {rec["id"]: rec for rec in records if rec["type"] == "chunk"}
+    pages = [rec for rec in records if rec["type"] == "page"]
+    assert counts["chunk"] == len(chunks) and counts["page"] == len(pages) >= 5
+    assert all(len(c["embedding"]) == manifest["embedding_dim"] for c in chunks.values())
+    assert counts["harvest_event"] >= counts["page"]
+    # Every quote is a verbatim span of the chunk it cites (whitespace collapsed, elisions marked with …).
+    for section in data["sections"]:
+        for b in section["blocks"]:
+            quote = b["quote"].strip("… ").strip()
+            assert quote in " ".join(chunks[b["chunk_id"]]["text"].split()), b
+    assert snap.with_suffix(".har").is_file()
+    assert json.loads(snap.with_suffix(".har").read_text())["log"]["entries"]
+    assert not (brt_home / "memory" / "e2e_site").exists()
+
+    r = run("search", charter, "anything")
+    assert r.exit_code == 1 and "brt harvest" in r.output
+
+
+@pytest.mark.browser
+def test_persist_keeps_store_and_status(local_site, make_charter, brt_home, embedder, tmp_path):
+    site = local_site()
+    charter = write_charter(make_charter, site, persist=True, charter_id="e2e_persist")
+    assert run("harvest", charter).exit_code == 0
+    r = run("status", charter, "--json")
+    assert r.exit_code == 0, r.output
+    status = json.loads(r.stdout)
+    assert status["exists"] and status["pages"] >= 5 and status["chunks"] >= 5
+    assert status["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert status["last_harvest"]["outcomes"]["stored"] == status["pages"]
+    r = run("clean", charter, "--snapshot", tmp_path / "s.jsonl")
+    assert r.exit_code == 0, r.output
+    assert (brt_home / "memory" / "e2e_persist").is_dir()
+    assert run("search", charter, "tides").exit_code == 0
+
+
+@pytest.mark.parametrize("command", ["search", "synthesize", "clean"])
+def test_never_harvested_is_a_clear_exit_1(brt_home, tmp_path, local_site, make_charter, command):
+    site = local_site()
+    charter = write_charter(make_charter, site, charter_id="never")
+    args = [command, charter] + (["q"] if command == "search" else [])
+    r = run(*args)
+    assert r.exit_code == 1
+    assert "never harvested" in r.output and "brt harvest" in r.output
+
+
+@pytest.mark.browser
+def test_demo_command(brt_home, embedder):
+    r = run("demo")
+    assert r.exit_code == 0, r.output
+    assert EVIDENCE_RE.search("\n".join(r.output.splitlines())) or any(
+        EVIDENCE_RE.match(line) for line in r.output.splitlines()
+    )
+    assert any(GAP_RE.match(line) for line in r.output.splitlines()), r.output
+    # The demo charter's acceptance criteria, on the real model: each threshold section cites its own metric
+    # only (never the sibling metric's sentence, which the embedding scores alike), a concrete CLS fix is
+    # quoted, and HTTP/3 (never mentioned by the site) is a Gap.
+    blocks: dict[str, list[tuple[str, str]]] = {}
+    for line in r.output.splitlines():
+        m = EVIDENCE_RE.match(line)
+        if m:  # a block's sources: its page and the pages stating the same facts ("; also at ...")
+            for url in [m["url"], *re.findall(r"; also at (\S+) \(", line)]:
+                blocks.setdefault(m["label"], []).append((m["quote"], url))
+    assert any(url.endswith("/lcp.html") for _, url in blocks["LCP"]), blocks["LCP"]
+    assert all("Largest Contentful Paint" in q for q, _ in blocks["LCP"]), blocks["LCP"]
+    assert any(url.endswith("/inp.html") for _, url in blocks["INP"]), blocks["INP"]
+    assert all("Interaction to Next Paint" in q for q, _ in blocks["INP"]), blocks["INP"]
+    fixes = ("width and height attributes", "Reserve space", "Do not insert banners", "transform", "fonts")
+    assert any(url.endswith("/cls.html") and any(f in q for f in fixes) for q, url in blocks["CLS"]), blocks["CLS"]
+    assert any("cannot measure Interaction to Next Paint" in q for q, _ in blocks["Lab"]), blocks["Lab"]
+    assert "HTTP3" not in blocks and any(line.startswith("[HTTP3 Gap]") for line in r.output.splitlines())
+    # The three criteria, judged (issue 14): the site gives both "good" thresholds on their own pages, quotes a
+    # concrete CLS fix, and never mentions HTTP/3 (a Gap, with no block below the threshold): all covered.
+    judged = r.output.split("## Acceptance criteria", 1)[1].split("## Concepts used", 1)[0]
+    verdicts = [line for line in judged.splitlines() if line.startswith("- **")]
+    assert len(verdicts) == 3 and all(v.startswith("- **covered**: ") for v in verdicts), judged
+    assert "lcp.html" in verdicts[0] and "inp.html" in verdicts[0]
+    assert "cls.html" in verdicts[1]
+    assert "HTTP/3 adoption is a Gap" in verdicts[2]
+    assert "[LCP Agreement] 2 sources agree on 2.5 seconds" in r.output and "Conflict]" not in r.output
+    snapshots = list((brt_home / "snapshots").glob("demo_cwv-*.jsonl"))
+    assert snapshots
+    recorded = next(json.loads(line) for line in snapshots[0].read_text().splitlines() if '"type": "synthesis"' in line)
+    assert [v["verdict"] for v in recorded["acceptance"]] == ["covered"] * 3
+    assert run("verify", snapshots[0]).exit_code == 0
+    assert not (brt_home / "memory" / "demo_cwv").exists()

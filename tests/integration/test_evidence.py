@@ -1,0 +1,218 @@
+"""Evidence that answers (issue 10): sentences, answer types, answer-bearing quotes on the real model, no padding,
+one block per fact, and the lead recovered from a page's metadata."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory_store.sentences import sentences
+from orchestrator.answer_types import carries, expected_type
+from orchestrator.quotes import Quote, SentenceVectors, choose_span, quote_hits, same_facts
+from orchestrator.synthesize import Candidate, select_evidence, split_sentences
+
+
+def test_segmenter_knows_abbreviations_initials_decimals_quotes_and_list_items():
+    assert sentences("The minister later spoke to Dr. Amelia Okafor about it. She declined.") == [
+        "The minister later spoke to Dr. Amelia Okafor about it.",
+        "She declined.",
+    ]
+    assert sentences("Prices rose in the U.S. and Canada. Then they fell.") == [
+        "Prices rose in the U.S. and Canada.",
+        "Then they fell.",
+    ]
+    assert sentences("Use a short flash, e.g. one of 2.5 s or less. Longer ones blur.") == [
+        "Use a short flash, e.g. one of 2.5 s or less.",
+        "Longer ones blur.",
+    ]
+    assert sentences("The Hobbit was written by J. R. R. Tolkien in 1937. It sold well.") == [
+        "The Hobbit was written by J. R. R. Tolkien in 1937.",
+        "It sold well.",
+    ]
+    assert sentences('"We will be back next year." The band left. "Thank you!" he said.') == [
+        '"We will be back next year."',
+        "The band left.",
+        '"Thank you!" he said.',
+    ]
+    assert sentences("Steps:\n1. Preheat the oven. Wait ten minutes.\n2) Add the flour.\n- Stir it") == [
+        "Steps:",
+        "1. Preheat the oven.",
+        "Wait ten minutes.",
+        "2) Add the flour.",
+        "- Stir it",
+    ]
+    # a title before a function word, a month before a day, a Wikipedia tag after a full stop
+    assert sentences("He met Dr. Who on Oct. 5 in Cardiff. It rained.[citation needed] Then it cleared.") == [
+        "He met Dr. Who on Oct. 5 in Cardiff.",
+        "It rained.[citation needed]",
+        "Then it cleared.",
+    ]
+    text = "  A first one.  And a second one!\n\nThird?"
+    assert [text[a:b] for a, b in split_sentences(text)] == ["A first one.", "And a second one!", "Third?"]
+
+
+def test_answer_type_cues():
+    assert expected_type("How much does the X1 console cost?") == "currency"
+    assert expected_type("What is the retail price of the X1?") == "currency"
+    assert expected_type("When did the Normans conquer England?") == "date"
+    assert expected_type("In what year was the bridge built?") == "date"
+    assert expected_type("How many people live in Fresno?") == "number"
+    assert expected_type("What share of sites use HTTP/3?") == "number"
+    assert expected_type("Who wrote The Hobbit?") == "person"
+    assert expected_type("Which physician treated the patient?") == "person"
+    assert expected_type("Where does the Rhine rise?") == "place"
+    assert expected_type("What is oxygen?") is None
+    assert carries("It will retail for $499 in the US.", "currency", "How much?")
+    assert not carries("The price was announced.", "currency", "How much?")
+    assert carries("It costs 40 euros.", "currency", "How much?")
+    assert not carries("It happened in 1066.", "date", "What happened in 1066?")  # the question's own year
+    assert carries("The Hobbit was written by J. R. R. Tolkien.", "person", "Who wrote the Hobbit?")
+    assert not carries("The Hobbit is a book.", "person", "Who wrote The Hobbit?")
+    assert carries("About 520,000 people live there.", "number", "How many people live in Fresno?")
+
+
+def test_quote_grows_into_the_neighbour_that_carries_the_expected_type_unit():
+    text = "The X1 console ships in matte black with 2 TB of storage and two controllers. It retails for $499."
+    spans = split_sentences(text)
+    # the first sentence restates the question's subject and ranks best; the next one holds the price
+    q = choose_span(text, spans, [0.8, 0.5], typed=[False, True], want_type=True)
+    assert q.quote == text and q.carries_type
+    # without an expected type the quote does not grow past 15 words
+    q = choose_span(text, spans, [0.8, 0.5], typed=[False, False], want_type=False)
+    assert q.quote.endswith("two controllers.")
+
+
+class _Hit:
+    def __init__(self, text, url="https://news.example/a", score=0.6):
+        self.text = text
+        self.id = "sha256:" + str(abs(hash(text)))
+        self.score = score
+        self.metadata = {"url": url, "last_updated": "2025-01-02", "title": ""}
+
+
+@pytest.mark.parametrize(
+    ("question", "chunk", "answer"),
+    [
+        (
+            "How much will the Acme X1 console cost at launch?",
+            "The Acme X1 console comes in matte black with two terabytes of storage and a redesigned controller. "
+            "It will sell for $499 when it launches in the United States.\nReviews follow later.",
+            "$499",
+        ),
+        (
+            "When was the Treaty of Lindau signed?",
+            "The Treaty of Lindau settled the border dispute between the two river cities after years of talks. "
+            "Its text was signed on 14 March 1822 in the town hall.\nTrade grew afterwards.",
+            "1822",
+        ),
+        (
+            "How many turbines does the Korsfjord wind farm have?",
+            "The Korsfjord wind farm stands on the exposed western coast of the island. "
+            "Its operator runs 84 turbines there.\nThe site opened to visitors.",
+            "84 turbines",
+        ),
+        (
+            "Which physician first described Halvorsen syndrome?",
+            "Halvorsen syndrome is a rare inherited disorder of the inner ear that causes dizziness. "
+            "It was first described by the Norwegian doctor Ingrid Halvorsen Berg.\nIt has no cure.",
+            "Ingrid Halvorsen Berg",
+        ),
+    ],
+)
+def test_quote_holds_the_answer_from_the_next_sentence(embedder, question, chunk, answer):
+    hits = [_Hit(chunk)]
+    (quote, score), = quote_hits(
+        question, hits, SentenceVectors(embedder), embedder.embed_queries([question])[0], names=[],
+        split=split_sentences,
+    )
+    assert answer in quote.quote, quote
+    # the block's score is the quote's own cosine to the question
+    direct = float(embedder.embed_documents([quote.in_context])[0] @ embedder.embed_queries([question])[0])
+    assert score == pytest.approx(direct, abs=1e-4)
+
+
+def test_a_headline_is_quoted_when_it_holds_the_answer(embedder):
+    question = "How much does the Acme X1 console cost?"
+    chunk = (
+        "Acme X1 console costs $499\n"
+        "Acme today unveiled its new console, the X1, with a matte finish and two terabytes of storage. "
+        "Pre-orders open next week in most countries."
+    )
+    (quote, _), = quote_hits(
+        question, [_Hit(chunk)], SentenceVectors(embedder), embedder.embed_queries([question])[0], names=[],
+        split=split_sentences,
+    )
+    assert quote.is_heading and quote.quote == "Acme X1 console costs $499"
+
+
+def _cand(quote, rank, url, score=0.6):
+    return Candidate(_Hit(quote, url), Quote(quote, rank=rank), score, True, rank)
+
+
+def test_one_good_block_prints_one_not_k():
+    cands = [
+        _cand("The X1 console retails for $499 in the United States.", 0.95, "https://a.example/1"),
+        _cand("Consoles are popular gifts during the holiday season.", 0.55, "https://b.example/2"),
+        _cand("Our newsletter covers games, consoles and more.", 0.50, "https://c.example/3"),
+    ]
+    chosen = select_evidence(cands, k=5, min_score=0.35)
+    assert [c.choice.quote for c in chosen] == ["The X1 console retails for $499 in the United States."]
+    assert len(select_evidence(cands, k=5, min_score=0.35, margin=None)) == 3  # the margin is what drops them
+
+
+def test_same_facts_on_two_pages_merge_but_other_numbers_do_not():
+    a = "The Acme X1 console will retail for $499 in the United States from March."
+    b = "From March, the Acme X1 console will retail in the United States for $499."
+    assert same_facts(a, b)
+    assert not same_facts(a, b.replace("$499", "$549"))
+
+
+def test_two_pages_with_the_same_fact_give_one_block_with_two_sources(brt_home, embedder):
+    from memory_store import Memory
+    from orchestrator.charter import Section
+    from orchestrator.synthesize import synthesize_section
+
+    mem = Memory("evidence_merge")
+    filler = " ".join(f"Unrelated sentence number {i} talks about gardening and the weather." for i in range(3))
+    mem.add_many(
+        [
+            {"url": "https://one.example/x1", "text": "Acme X1 review\nThe Acme X1 console will retail for $499 "
+             "in the United States from March. " + filler, "last_updated": "2025-01-02"},
+            {"url": "https://two.example/x1", "text": "Acme news\nFrom March, the Acme X1 console will retail in "
+             "the United States for $499. " + filler, "last_updated": "2025-01-03"},
+        ]
+    )
+    result = synthesize_section(mem, Section(title="Price", question="How much will the Acme X1 console cost?"),
+                                k=5, min_score=0.35)
+    assert len(result.blocks) == 1, [b.markdown for b in result.blocks]
+    block = result.blocks[0]
+    assert "$499" in block.quote
+    urls = {block.url, *(s.url for s in block.also_at)}
+    assert urls == {"https://one.example/x1", "https://two.example/x1"}
+    assert block.markdown.count("\n") == 0 and "; also at " in block.markdown
+
+
+def test_lead_recovered_from_json_ld():
+    from orchestrator.harvest.extract import extract_page
+
+    lead = ("Acme today cut the price of its X1 console to 399 dollars in all markets, a drop of one hundred "
+            "dollars that takes effect on Monday.")
+    body = "".join(
+        f"<p>Paragraph {i} of the story goes on about the console market, its rivals and the holiday season "
+        "that analysts expect to be busy this year.</p>"
+        for i in range(8)
+    )
+    ld = json.dumps({"@type": "NewsArticle", "headline": "Acme cuts X1 price", "description": lead})
+    html = (
+        f'<html><head><title>Acme cuts X1 price</title><script type="application/ld+json">{ld}</script></head>'
+        f'<body><div class="story"><h1>Acme cuts X1 price</h1><div class="byline"><p>{lead}</p>'
+        f"<span>By A. Writer</span></div><article>{body}</article></div><footer>Copyright</footer></body></html>"
+    )
+    page = extract_page(html, "https://news.example/x1")
+    assert page is not None and page.lead_recovered == "json-ld description"
+    assert page.text.startswith(lead + "\n") and page.text.count(lead) == 1
+    # a teaser that the body never shows as an article paragraph is not page text
+    teaser = html.replace(f'<div class="byline"><p>{lead}</p>', '<div class="byline"><p>By the desk.</p>')
+    page = extract_page(teaser, "https://news.example/x1")
+    assert page is not None and page.lead_recovered is None and lead not in page.text

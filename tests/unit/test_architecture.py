@@ -1,0 +1,238 @@
+"""The code's shape, checked on every run (issue 12): no import cycle between project modules (function-local and
+type-checking imports count), no private name imported from another module, no module over 600 lines, and the
+layering ``orchestrator -> concept_index -> memory_store`` (never back). Pure AST: nothing is imported."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("orchestrator", "memory_store", "concept_index")
+#: Layer of each package: a package may import only packages of a lower or equal layer.
+LAYER = {"memory_store": 0, "concept_index": 1, "orchestrator": 2}
+MAX_LINES = 600
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # dotted module name of the importing file
+    target: str  # dotted module imported (a project module: a file or a package __init__)
+    names: tuple[str, ...]  # names taken from it (``from target import a, b``); () for ``import target``
+    line: int
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def project_files() -> dict[str, Path]:
+    """Dotted name -> file of every module of the three packages."""
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            out[_module_name(path)] = path
+    return out
+
+
+def _is_package(name: str, files: dict[str, Path]) -> bool:
+    return name in files and files[name].name == "__init__.py"
+
+
+def _resolve(importer: str, files: dict[str, Path], node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = importer.split(".")
+    if not _is_package(importer, files):
+        base = base[:-1]
+    if node.level > 1:
+        base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports_of(name: str, files: dict[str, Path]) -> list[Import]:
+    """Every import statement of module ``name`` that reaches a project module: at module level, inside
+    functions and under ``if TYPE_CHECKING:`` alike."""
+    tree = ast.parse(files[name].read_text(encoding="utf-8"))
+    out: list[Import] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PACKAGES:
+                    out.append(Import(name, _nearest(alias.name, files), (), node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            module = _resolve(name, files, node)
+            if module.split(".")[0] not in PACKAGES:
+                continue
+            plain: list[str] = []
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                if sub in files:  # ``from package import submodule``
+                    out.append(Import(name, sub, (), node.lineno))
+                else:
+                    plain.append(alias.name)
+            if plain:
+                out.append(Import(name, _nearest(module, files), tuple(plain), node.lineno))
+    return out
+
+
+def _nearest(module: str, files: dict[str, Path]) -> str:
+    while module and module not in files:
+        module = module.rpartition(".")[0]
+    return module
+
+
+def all_imports() -> list[Import]:
+    files = project_files()
+    return [imp for name in files for imp in imports_of(name, files)]
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (or a module importing itself)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in edges.get(v, ()):
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _edges(imports: list[Import]) -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for imp in imports:
+        if imp.target != imp.importer:
+            edges.setdefault(imp.importer, set()).add(imp.target)
+    return edges
+
+
+def test_no_import_cycles():
+    cycles = _cycles(_edges(all_imports()))
+    assert not cycles, "import cycles (function-local and TYPE_CHECKING imports included):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles
+    )
+
+
+def _package_of(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_no_private_name_imported_across_modules():
+    files = project_files()
+    bad = []
+    for imp in all_imports():
+        for name in imp.names:
+            if _private(name):
+                bad.append(f"{imp.importer}:{imp.line} imports {name} from {imp.target}")
+        # a private module may be used inside its own package only
+        parts = imp.target.split(".")
+        for i, part in enumerate(parts):
+            if _private(part):
+                owner = ".".join(parts[:i])
+                inside = imp.importer == owner or imp.importer.startswith(owner + ".")
+                if not inside:
+                    bad.append(f"{imp.importer}:{imp.line} imports the private module {imp.target}")
+    assert files and not bad, "\n".join(bad)
+
+
+#: Underscore names that are public API (namedtuple methods).
+_PUBLIC_UNDERSCORE = frozenset({"_replace", "_asdict", "_fields", "_make"})
+
+
+def _own_private_attributes(tree: ast.AST) -> set[str]:
+    """Private attribute names a module defines itself: ``self._x = ...`` and class-level ``_x`` fields."""
+    own: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                own.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                targets = [item.target] if isinstance(item, ast.AnnAssign) else getattr(item, "targets", [])
+                own.update(t.id for t in targets if isinstance(t, ast.Name) and _private(t.id))
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and _private(item.name):
+                    own.add(item.name)
+    return own
+
+
+def test_no_private_attribute_reached_through_another_object():
+    """``obj._x`` only on ``self``/``cls`` or on objects of a class the same module defines: no module reaches
+    into another module's private state (such as ``memory._store._table(...)`` from the orchestrator)."""
+    bad = []
+    for name, path in project_files().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        own = _own_private_attributes(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in _PUBLIC_UNDERSCORE:
+                owner = node.value
+                if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                    continue
+                if node.attr in own:
+                    continue
+                bad.append(f"{name}:{node.lineno} .{node.attr} on {ast.unparse(owner)}")
+    assert not bad, "\n".join(bad)
+
+
+def test_layering():
+    bad = []
+    for imp in all_imports():
+        src, dst = _package_of(imp.importer), _package_of(imp.target)
+        if LAYER[dst] > LAYER[src]:
+            bad.append(f"{imp.importer}:{imp.line} imports {imp.target} ({src} may not import {dst})")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("folder", [*PACKAGES, "tests", "bench"])
+def test_no_module_over_600_lines(folder):
+    long = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        n = len(path.read_text(encoding="utf-8").splitlines())
+        if n > MAX_LINES:
+            long.append(f"{path.relative_to(ROOT)}: {n} lines")
+    assert not long, "\n".join(long)
+
+
+def test_the_checks_see_the_project():
+    """The checks above must not pass because they saw nothing."""
+    imports = all_imports()
+    assert len(project_files()) > 30
+    assert any(i.importer.startswith("orchestrator") and i.target.startswith("memory_store") for i in imports)
+    # a cycle and a private import are found when present
+    assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b"]]
+    assert _private("_x") and not _private("__version__")

@@ -1,0 +1,94 @@
+"""Audits (issue 14) without a browser or the model: ``brt charter init`` writes a valid commented charter,
+quantities and conflicts between sources, and the evidence contract of ``verify``'s quote check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli import cli
+
+
+def run(*args: Any) -> Any:
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def test_charter_init_writes_a_valid_commented_charter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator.charter import load_charter
+
+    monkeypatch.chdir(tmp_path)
+    r = run("charter", "init", "What share of websites serve traffic over HTTP/3?",
+            "https://www.example.com/http3", "https://blog.example.net/quic: \"stats\"#x",
+            "--section", "Which browsers support QUIC?")
+    assert r.exit_code == 0, r.output
+    path = Path(r.stdout.strip())
+    assert path.parent == tmp_path and path.name.endswith(".yaml")
+    text = path.read_text(encoding="utf-8")
+    assert text.count("\n#") >= 3 and "# label: SHORT" in text
+    charter = load_charter(path)
+    assert charter.allowed_domains == ["example.com", "blog.example.net"]
+    assert charter.seeds[1] == 'https://blog.example.net/quic: "stats"#x'
+    assert [s.question for s in charter.outputs.sections] == [
+        "What share of websites serve traffic over HTTP/3?", "Which browsers support QUIC?"]
+    assert charter.goal == "What share of websites serve traffic over HTTP/3?" and charter.acceptance
+    assert run("charter", "validate", path).exit_code == 0
+    assert run("charter", "init", "Again?", "https://example.com/").exit_code == 0
+    again = run("charter", "init", "Again?", "https://example.com/")
+    assert again.exit_code == 1 and "exists" in again.output
+    bad = run("charter", "init", "q", "file:///etc/passwd", "--out", tmp_path / "bad.yaml")
+    assert bad.exit_code == 2 and "urls.0" in bad.output and not (tmp_path / "bad.yaml").exists()
+    bad_id = run("charter", "init", "q", "https://example.com/", "--id", "Bad Id", "--out", tmp_path / "b.yaml")
+    assert bad_id.exit_code == 2 and "id" in bad_id.output
+
+
+def test_quantities_and_conflicts_unit() -> None:
+    from orchestrator.audit.conflicts import SectionBlocks, find_conflicts
+    from orchestrator.audit.quantities import quantities
+
+    kinds = {q.text: (q.kind, q.value) for q in quantities(
+        "Revenue rose 12% to $4.2 million on November 18, 2019; 28 close contacts of a 55-year-old hunter "
+        "were quarantined for 9 days. Windows 10 and COVID-19 are not quantities.")}
+    assert kinds == {
+        "12%": ("percent", 12.0),
+        "$4.2 million": ("currency:USD", 4_200_000.0),
+        "November 18, 2019": ("date", (2019, 11, 18)),
+        "28 close contacts": ("count:contact", 28.0),
+        "55-year-old": ("age", 55.0),
+        "9 days": ("time", 9 * 86400.0),
+    }
+
+    def section(*quotes: tuple[str, str]) -> list[SectionBlocks]:
+        return [SectionBlocks("S", "S", [{"n": i + 1, "quote": q, "url": u, "last_updated": None}
+                                         for i, (q, u) in enumerate(quotes)])]
+
+    lcp = "A Largest Contentful Paint of 2.5 seconds or less is good, and above 4 seconds it is poor."
+    conflicts, agreements = find_conflicts(section(
+        (lcp, "https://a.example/lcp"),
+        ("Largest Contentful Paint is good at 2500 ms or less and poor above 4 seconds.", "https://b.example/x"),
+        (lcp.replace("2.5", "3"), "https://c.example/y"),
+        (lcp, "https://a.example/lcp/"),  # the same page again: never compared with itself
+        ("An Interaction to Next Paint of 200 milliseconds or less is good.", "https://d.example/inp"),
+    ))
+    assert sorted((c.a.n, c.b.n, c.a.value, c.b.value) for c in conflicts) == [
+        (1, 3, "2.5 seconds", "3 seconds"), (2, 3, "2500 ms", "3 seconds")]
+    assert any(a.value == "2.5 seconds" and a.sources == 3 for a in agreements)  # a, a/ and b (2500 ms)
+    # different subjects (LCP vs INP), a rounding ("4 seconds" vs "4.3 seconds"), one page: no conflict
+    conflicts, _ = find_conflicts(section(
+        ("The crossing takes 4 seconds, says the guide.", "https://a.example/1"),
+        ("The crossing takes 4.3 seconds, says the guide.", "https://b.example/2"),
+    ))
+    assert conflicts == []
+
+
+def test_quote_in_chunk_follows_the_evidence_contract() -> None:
+    from orchestrator.audit.verify import quote_in_chunk
+
+    chunk = "The lighthouse stands on the rock.\n\nIts lamp was   converted in 1953 and it can be seen."
+    assert quote_in_chunk("Its lamp was converted in 1953", chunk)
+    assert quote_in_chunk("… lamp was converted in 1953 and it …", chunk)
+    assert not quote_in_chunk("Its lamp was converted in 1935", chunk)
+    assert not quote_in_chunk("The lighthouse … in 1953", chunk)  # no elision inside a quote
+    assert not quote_in_chunk("…", chunk)
