@@ -463,7 +463,7 @@ class Memory:
             store.upsert_pages(pages)
             if chunks:
                 store.ensure_indexes()
-            self._touch()
+            self._meta.touch()
         log.info("store %s: %d pages and %d chunks loaded", self.charter_id, len(pages), len(chunks))
 
     def reset(self) -> None:

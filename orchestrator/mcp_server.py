@@ -510,7 +510,7 @@ def run() -> None:
 def _register_audit_tools(server: MCPServer) -> None:
     from mcp_types import ToolAnnotations
 
-    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    read_only = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 
     @server.tool(
         title="Verify a snapshot",
@@ -553,7 +553,9 @@ def _register_audit_tools(server: MCPServer) -> None:
         description="A commented starter charter from a question and a few URLs (valid by construction: the "
         "question becomes the goal and the first section, the URLs the seeds, their hosts the allowed domains). "
         "Written to $BRT_HOME/charters/<id>.yaml (never elsewhere) unless write is false; returns its path and text.",
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False),
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+        ),
     )
     async def charter_init(
         question: Annotated[str, Field(description="The research question.", min_length=1)],

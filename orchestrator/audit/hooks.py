@@ -31,19 +31,36 @@ def section_json(section: SectionResult) -> dict[str, Any]:
         "title": section.title,
         "label": section.label,
         "question": section.question,
-        "blocks": [
-            {
-                "n": b.n,
-                "quote": b.quote,
-                "url": b.url,
-                "last_updated": b.last_updated,
-                "score": float(b.score),
-                "chunk_id": b.chunk_id,
-            }
-            for b in section.blocks
-        ],
+        "blocks": [entry for b in section.blocks for entry in _block_entries(b)],
         "gaps": [asdict(g) if is_dataclass(g) else g for g in section.gaps],
     }
+
+
+def _block_entries(block: Any) -> list[dict[str, Any]]:
+    """A block, then each other page it cites (``also_at``: the same facts in that page's own words) under the
+    block's number, so that agreement and conflicts count every page a block cites."""
+    entries = [
+        {
+            "n": block.n,
+            "quote": block.quote,
+            "url": block.url,
+            "last_updated": block.last_updated,
+            "score": float(block.score),
+            "chunk_id": block.chunk_id,
+        }
+    ]
+    for source in getattr(block, "also_at", []) or []:
+        entries.append(
+            {
+                "n": block.n,
+                "quote": source.quote,
+                "url": source.url,
+                "last_updated": source.last_updated,
+                "score": float(source.score),
+                "chunk_id": source.chunk_id,
+            }
+        )
+    return entries
 
 
 def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory) -> None:

@@ -79,6 +79,7 @@ def _charter(tmp: Path, site: Any) -> Path:
         },
         "harvest": {"max_pages": 20, "max_depth": 1, "concurrency": 2, "timeout_s": 10},
         "retrieval": {"k": 3},
+        "memory": {"use_concept_index": True},  # the report's concept map and the snapshot's concept records
     }
     path = tmp / "charter.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
@@ -552,7 +553,7 @@ def test_replaying_the_snapshot_har_gives_the_recorded_blocks(audit: Any, home: 
     """The other way to re-run an audit: a fresh harvest served from the snapshot's HAR (no network)."""
     data = yaml.safe_load(audit.charter.read_text(encoding="utf-8"))
     data["id"] = "audit_replay"
-    data["outputs"]["doc"] = str(tmp_path / "replay.md")
+    data["outputs"]["doc"] = "replay.md"  # beside the charter (issue 11: outputs.doc stays in its folder)
     charter = tmp_path / "replay.yaml"
     charter.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     audit.site.stop()  # nothing is served any more: every response comes from the HAR

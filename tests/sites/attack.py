@@ -1,6 +1,7 @@
 """Local servers for the security tests (the ``attack_servers`` fixture of tests/conftest.py): a public site on
 127.0.0.1 whose answers a test sets per path, and an "internal" service on a second loopback address (127.0.0.2)
-that must never be reached. Made-up names reach 127.0.0.1 through ``BRT_HOST_RESOLVER_RULES`` (Chromium and brt's guard)."""
+that must never be reached. Made-up names reach 127.0.0.1 through ``BRT_HOST_RESOLVER_RULES`` (Chromium and
+brt's guard)."""
 
 from __future__ import annotations
 
