@@ -33,6 +33,21 @@ W_LEXICAL = 0.15
 W_TYPE = 0.10
 MAX_QUOTE_WORDS = 60
 HEADING_MARGIN = 0.05  # a heading this much above every sentence quotes the prose under it
+
+
+def prose_under_top_heading(
+    prose: Sequence[int], owner: Sequence[int | None], heading: Sequence[bool], best: int, score: Any
+) -> tuple[int, int | None]:
+    """A heading that out-ranks the best sentence ``best`` by HEADING_MARGIN ("How to minimise layout shift"
+    above a list of fixes that never repeat those words) points at the prose under it: (its best sentence, the
+    heading); otherwise (``best``, None). ``owner[i]`` is the heading sentence ``i`` stands under."""
+    under = {h: [i for i in prose if owner[i] == h] for h in range(len(heading)) if heading[h]}
+    titled = [h for h, body in under.items() if body]
+    if titled:
+        top = max(titled, key=score)
+        if score(top) > score(best) + HEADING_MARGIN:
+            return max(under[top], key=score), top
+    return best, None
 BM25_K1, BM25_B = 1.2, 0.75
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -164,15 +179,9 @@ def choose_span(
         best = max(range(len(spans)), key=lambda i: rank[i])
     by_heading, heading_rank = False, None
     if prose:
-        # A heading that out-ranks every sentence ("How to minimise layout shift" above a list of fixes that
-        # never repeat those words) points at the prose under it.
-        under = {h: [i for i in prose if owner[i] == h] for h in range(len(spans)) if heading[h]}
-        titled_h = [h for h, body in under.items() if body]
-        if titled_h:
-            top_h = max(titled_h, key=lambda h: rank[h])
-            if rank[top_h] > rank[best] + HEADING_MARGIN:
-                best = max(under[top_h], key=lambda i: rank[i])
-                by_heading, heading_rank = True, rank[top_h]
+        best, top_h = prose_under_top_heading(prose, owner, heading, best, lambda i: rank[i])
+        if top_h is not None:
+            by_heading, heading_rank = True, rank[top_h]
     lo = hi = best
 
     def words(a: int, b: int) -> int:

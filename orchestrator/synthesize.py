@@ -17,7 +17,7 @@ from memory_store.clock import now
 
 from .api import make_module_callable
 from .evidence import EvidenceBlock, Gap, SectionResult, Source, SynthesisResult, display_url
-from .quotes import Quote, SentenceVectors, quote_hits, same_facts
+from .quotes import Quote, SentenceVectors, prose_under_top_heading, quote_hits, same_facts
 from .relevance import mentions, named_subjects
 
 if TYPE_CHECKING:
@@ -132,11 +132,6 @@ def _clip_words(text: str, limit: int) -> str:
     return " ".join(words[:limit]) + " …"
 
 
-# A heading that matches the question this much better than every sentence of the chunk points at the prose
-# under it ("How to minimise layout shift" above a list of fixes that never repeat those words).
-HEADING_MARGIN = 0.05
-
-
 @dataclass
 class QuoteChoice:
     """A quote chosen from a chunk, with the heading it stands under in that chunk (context for scoring it)."""
@@ -167,7 +162,7 @@ def choose_quote_in_context(
     """The verbatim span of ``chunk_text`` that best answers the query: the best sentence, grown with its
     neighbours while they score nearly as well and the quote stays under MAX_QUOTE_WORDS words. Headings
     are neither chosen (while prose exists) nor glued onto a quote; but when a heading scores better than
-    every sentence (by HEADING_MARGIN), the quote is taken from the prose under that heading. ``named`` marks
+    every sentence (by ``quotes.HEADING_MARGIN``), the quote is taken from the prose under that heading. ``named`` marks
     the sentences that name what the question names: when some do, the quote starts at one of them."""
     if not spans:
         return QuoteChoice(_clip_words(chunk_text, MAX_QUOTE_WORDS))
@@ -185,13 +180,8 @@ def choose_quote_in_context(
     best = max(candidates, key=lambda i: sentence_scores[i])
     by_heading = False
     if prose:
-        under = {h: [i for i in prose if owner[i] == h] for h in range(len(spans)) if heading[h]}
-        titled = [h for h, body in under.items() if body]
-        if titled:
-            top = max(titled, key=lambda h: sentence_scores[h])
-            if sentence_scores[top] > sentence_scores[best] + HEADING_MARGIN:
-                best = max(under[top], key=lambda i: sentence_scores[i])
-                by_heading = True
+        best, top = prose_under_top_heading(prose, owner, heading, best, lambda i: sentence_scores[i])
+        by_heading = top is not None
     lo = hi = best
 
     def words(a: int, b: int) -> int:
