@@ -114,9 +114,13 @@ def page_schema() -> Any:
 class LanceStore:
     """The two LanceDB tables in ``path/lance``. Callers hold the write lock around every write."""
 
-    def __init__(self, path: Path, dim: int | None) -> None:
-        self.path = path
+    def __init__(
+        self, path: Path, dim: int | None, *, uri: str | None = None, storage_options: dict[str, str] | None = None
+    ) -> None:
+        self.path = path  # the local folder (for a remote store, its working folder: messages only)
         self.dim = dim
+        self.uri = uri  # the LanceDB database on object storage, else None (``path/lance``)
+        self._storage_options = storage_options
         self._db: Any = None
         self._tables: dict[str, Any] = {}
 
@@ -126,9 +130,13 @@ class LanceStore:
             import lancedb
 
             try:
-                self._db = lancedb.connect(str(self.path / "lance"))
+                if self.uri:
+                    self._db = lancedb.connect(self.uri, storage_options=self._storage_options)
+                else:
+                    self._db = lancedb.connect(str(self.path / "lance"))
             except Exception as exc:
-                raise StoreCorrupt(f"cannot open LanceDB database at {self.path / 'lance'}: {exc}") from exc
+                where = self.uri or self.path / "lance"
+                raise StoreCorrupt(f"cannot open LanceDB database at {where}: {exc}") from exc
         return self._db
 
     def _table(self, name: str, create: bool = False) -> Any | None:
@@ -141,7 +149,7 @@ class LanceStore:
                 table = None
         if table is not None:
             return table
-        if not (self.path / "lance" / f"{name}.lance").exists():
+        if not self._table_exists(name):
             if not create:
                 return None
             schema = chunk_schema(self._need_dim()) if name == CHUNKS else page_schema()
@@ -154,11 +162,23 @@ class LanceStore:
                 table = self._connect().open_table(name)
             except Exception as exc:
                 versions = self.path / "lance" / f"{name}.lance" / "_versions"
-                if not create and not any(versions.glob("*")):
+                if not create and not self.uri and not any(versions.glob("*")):
                     return None  # another writer is creating the table right now: nothing committed yet
                 raise StoreCorrupt(f"cannot open table {name!r} in {self.path}: {exc}") from exc
         self._tables[name] = table
         return table
+
+    def _table_exists(self, name: str) -> bool:
+        if not self.uri:
+            return (self.path / "lance" / f"{name}.lance").exists()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                return name in self._connect().table_names(limit=1000)
+        except StoreCorrupt:
+            raise
+        except Exception as exc:
+            raise StoreCorrupt(f"cannot list the tables of {self.uri}: {exc}") from exc
 
     def _need_dim(self) -> int:
         if not self.dim:
