@@ -149,7 +149,11 @@ class LanceStore:
                 table = None
         if table is not None:
             return table
-        if not self._table_exists(name):
+        if self.uri:
+            table = self._open_remote(name, create)
+            if table is None:
+                return None
+        elif not (self.path / "lance" / f"{name}.lance").exists():
             if not create:
                 return None
             schema = chunk_schema(self._need_dim()) if name == CHUNKS else page_schema()
@@ -162,23 +166,28 @@ class LanceStore:
                 table = self._connect().open_table(name)
             except Exception as exc:
                 versions = self.path / "lance" / f"{name}.lance" / "_versions"
-                if not create and not self.uri and not any(versions.glob("*")):
+                if not create and not any(versions.glob("*")):
                     return None  # another writer is creating the table right now: nothing committed yet
                 raise StoreCorrupt(f"cannot open table {name!r} in {self.path}: {exc}") from exc
         self._tables[name] = table
         return table
 
-    def _table_exists(self, name: str) -> bool:
-        if not self.uri:
-            return (self.path / "lance" / f"{name}.lance").exists()
+    def _open_remote(self, name: str, create: bool) -> Any | None:
+        """Open (or create) a table on object storage. Existence is decided by opening it: some stores (e.g.
+        SeaweedFS) keep an empty "folder" after every object under it was deleted, which LanceDB lists as a
+        table."""
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                return name in self._connect().table_names(limit=1000)
-        except StoreCorrupt:
-            raise
+            return self._connect().open_table(name)
         except Exception as exc:
-            raise StoreCorrupt(f"cannot list the tables of {self.uri}: {exc}") from exc
+            if "not found" not in str(exc).lower():
+                raise StoreCorrupt(f"cannot open table {name!r} in {self.uri}: {exc}") from exc
+        if not create:
+            return None
+        schema = chunk_schema(self._need_dim()) if name == CHUNKS else page_schema()
+        try:  # no dataset there (open said so): "overwrite" only replaces an empty folder
+            return self._connect().create_table(name, schema=schema, mode="overwrite")
+        except Exception as exc:
+            raise StoreWriteError(f"cannot create table {name!r} in {self.uri}: {exc}") from exc
 
     def _need_dim(self) -> int:
         if not self.dim:

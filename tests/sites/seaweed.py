@@ -121,6 +121,9 @@ def start(data: Path, timeout: float = 60.0) -> S3Server:
         f"-filer.port={filer}",
         "-s3",
         f"-s3.port={s3}",
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        "-master.telemetry=false",
         "-master.volumeSizeLimitMB=64",
         "-volume.max=100",
     ]
