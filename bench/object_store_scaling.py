@@ -94,6 +94,34 @@ class _Timer:
         return inner
 
 
+def time_write_locks(timer: _Timer) -> None:
+    """Add the time spent inside every outermost ``Memory.write_lock()`` (acquire, body, release: for a store
+    on S3 also the lease and the side-file mirror) to ``timer``: the single writer's serial time."""
+    import contextlib
+
+    from memory_store.memory import Memory
+
+    original = Memory.write_lock
+    depth = threading.local()
+
+    @contextlib.contextmanager
+    def timed(self):
+        if getattr(depth, "n", 0):
+            with original(self):
+                yield
+            return
+        depth.n = 1
+        t0 = time.monotonic()
+        try:
+            with original(self):
+                yield
+        finally:
+            depth.n = 0
+            timer.seconds += time.monotonic() - t0
+
+    Memory.write_lock = timed
+
+
 def _children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -105,7 +133,15 @@ def _self_cpu() -> float:
 
 
 def run_one(
-    label: str, port: int, n: int, memory_cfg: dict, embedder, chunk_t: _Timer, embed_t: _Timer, commit_t: _Timer
+    label: str,
+    port: int,
+    n: int,
+    memory_cfg: dict,
+    embedder,
+    chunk_t: _Timer,
+    embed_t: _Timer,
+    commit_t: _Timer,
+    lock_t: _Timer,
 ) -> dict:
     from orchestrator.charter import parse_charter
     from orchestrator.config import open_memory
@@ -124,7 +160,8 @@ def run_one(
     )
     memory = open_memory(charter)
     memory._embedder = embedder  # the loaded model: its load is not part of the figure
-    c0, e0, w0, ch0, s0 = chunk_t.seconds, embed_t.seconds, commit_t.seconds, _children_cpu(), _self_cpu()
+    c0, e0, w0, l0 = chunk_t.seconds, embed_t.seconds, commit_t.seconds, lock_t.seconds
+    ch0, s0 = _children_cpu(), _self_cpu()
     load0 = os.getloadavg()[0]
     t0 = time.monotonic()
     report = harvest(charter, memory=memory)
@@ -146,7 +183,8 @@ def run_one(
         "chunk_s": round(chunk_s, 2),
         "embed_wall_s": round(embed_s, 2),
         "store_s": round(store_s, 2),
-        "write_s": round(commit_t.seconds - w0, 2),  # the writer's commits (memory_store._writes.reconcile)
+        "commit_s": round(commit_t.seconds - w0, 2),  # the page commits (memory_store._writes.reconcile)
+        "write_s": round(lock_t.seconds - l0, 2),  # all time under the write lock: the single writer
         "store_bytes": stats.disk_bytes,
         "load_at_start": round(load0, 2),
         "outcomes": report.counts(),
@@ -260,14 +298,25 @@ def main(argv: list[str] | None = None) -> int:
         chunk_t, embed_t, commit_t = _Timer(), _Timer(), _Timer()
         writes_mod.chunk_with = chunk_t.wrap(writes_mod.chunk_with)
         writes_mod.reconcile = commit_t.wrap(writes_mod.reconcile)
+        lock_t = _Timer()
+        time_write_locks(lock_t)
         original_embed = embedder.embed_documents
         embedder.embed_documents = embed_t.wrap(original_embed)
 
         runs = {}
         s3_cfg = {"uri": f"s3://{server.default_bucket}/bench", "storage_options": server.storage_options()}
+        # Warm-up (not timed): import LanceDB, create tables and the text index once, locally and on S3.
+        from memory_store import Memory
+
+        for cfg in ({}, s3_cfg):
+            warm = Memory("bench_warmup", uri=cfg.get("uri"), storage_options=cfg.get("storage_options"))
+            warm._embedder = embedder
+            warm.add("http://127.0.0.1/warm", "Warm-up page about the harbour lighthouse. " * 40)
+            warm.search("lighthouse", k=1)
+            warm.reset()
         for label, cfg in (("local", {}), ("s3", s3_cfg)):
             print(f"[bench] harvest of {args.pages} pages, store {label} ...", file=sys.stderr)
-            runs[label] = run_one(label, port, args.pages, cfg, embedder, chunk_t, embed_t, commit_t)
+            runs[label] = run_one(label, port, args.pages, cfg, embedder, chunk_t, embed_t, commit_t, lock_t)
             print(f"[bench]   {runs[label]['wall_s']} s, {runs[label]['outcomes']}", file=sys.stderr)
         texts = runs["local"].pop("_texts")
         runs["s3"].pop("_texts")
