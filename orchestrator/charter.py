@@ -66,7 +66,7 @@ class MemoryConfig(_Strict):
     uri: str | None = None
     # Options of the object store (endpoint, region, credentials, allow_http); the standard AWS_* variables
     # work too. Held in memory only: never written to the store, snapshots, events or logs.
-    storage_options: dict[str, str] = Field(default_factory=dict, repr=False)
+    storage_options: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
 
 
 class Retrieval(_Strict):
