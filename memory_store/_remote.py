@@ -32,6 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -210,13 +211,36 @@ def local_cache(basepath: Path, uri: str, charter_id: str) -> Path:
     return basepath / ".remote" / digest / charter_id
 
 
+PARTS = ".~parts"
+
+
+@dataclass
+class _Seen:
+    """What this process last pulled or pushed of one side file."""
+
+    objects: dict[str, str]  # object key -> etag (the base object and its appended parts)
+    size: int
+    mtime_ns: int
+    digest: str  # sha256 of the content
+    base_size: int  # bytes in the base object (the rest is in parts)
+
+
+def _logical(key: str) -> str:
+    """The side file an object belongs to: ``events.jsonl`` for ``events.jsonl`` and its parts."""
+    return key.split(f"{PARTS}/", 1)[0].removesuffix(PARTS) if PARTS in key else key
+
+
 class FileMirror:
-    """Keeps the store's side files in the local working folder and under ``files/`` in step."""
+    """Keeps the store's side files in the local working folder and under ``files/`` in step.
+
+    A file that only grew since the last push (the journal) is pushed as one more part object
+    (``files/<name>.~parts/<offset>``), not re-uploaded whole; the parts are folded into the base object once
+    they outweigh it, so a harvest's uploads stay proportional to what it writes."""
 
     def __init__(self, objects: ObjectDir, local: Path) -> None:
         self.objects = objects
         self.local = local
-        self._seen: dict[str, tuple[str, int, int]] = {}  # name -> (remote etag, local size, local mtime_ns)
+        self._seen: dict[str, _Seen] = {}
         self.enabled = True
         self._mutex = threading.Lock()
 
@@ -241,23 +265,38 @@ class FileMirror:
         if not self.enabled:
             return 0
         with self._mutex:
-            remote = {o["path"][len(FILES) + 1 :]: o for o in self.objects.list(FILES)}
+            remote: dict[str, dict[str, str]] = {}
+            for obj in self.objects.list(FILES):
+                key = obj["path"][len(FILES) + 1 :]
+                remote.setdefault(_logical(key), {})[key] = str(obj.get("e_tag") or "")
             n = 0
-            for name, obj in remote.items():
-                etag = str(obj.get("e_tag") or "")
+            for name, objs in remote.items():
                 seen = self._seen.get(name)
                 target = self.local / name
-                if seen and seen[0] == etag and target.exists():
+                if seen and seen.objects == objs and target.exists():
                     continue
-                got = self.objects.get(f"{FILES}/{name}")
-                if got is None:
+                if name not in objs:  # parts without their base: a rewrite in progress; keep what we have
                     continue
+                base = self.objects.get(f"{FILES}/{name}")
+                if base is None:
+                    continue
+                data, got = base[0], {name: base[1]}
+                parts = sorted((k for k in objs if k != name), key=lambda k: int(k.rsplit("/", 1)[1]))
+                for key in parts:
+                    if int(key.rsplit("/", 1)[1]) != len(data):
+                        break  # a part of an older generation: stop at the last contiguous one
+                    part = self.objects.get(f"{FILES}/{key}")
+                    if part is None:
+                        break
+                    data += part[0]
+                    got[key] = part[1]
                 target.parent.mkdir(parents=True, exist_ok=True)
                 tmp = target.with_name(target.name + f".{uuid.uuid4().hex[:8]}.tmp")
-                tmp.write_bytes(got[0])
+                tmp.write_bytes(data)
                 os.replace(tmp, target)
                 st = target.stat()
-                self._seen[name] = (got[1], st.st_size, st.st_mtime_ns)
+                digest = hashlib.sha256(data).hexdigest()
+                self._seen[name] = _Seen(got, st.st_size, st.st_mtime_ns, digest, len(base[0]))
                 n += 1
             for name in list(self._seen):
                 if name not in remote:
@@ -267,8 +306,8 @@ class FileMirror:
             return n
 
     def push(self) -> int:
-        """Upload side files changed locally since the last pull or push; delete remote copies of files
-        deleted locally. Returns the files uploaded."""
+        """Upload side files changed locally since the last pull or push (only the new bytes of a file that
+        grew); delete remote copies of files deleted locally. Returns the files uploaded."""
         if not self.enabled:
             return 0
         with self._mutex:
@@ -280,17 +319,41 @@ class FileMirror:
                 except FileNotFoundError:
                     continue
                 seen = self._seen.get(name)
-                if seen and seen[1:] == (st.st_size, st.st_mtime_ns):
+                if seen and (seen.size, seen.mtime_ns) == (st.st_size, st.st_mtime_ns):
                     continue
-                etag = self.objects.put(f"{FILES}/{name}", path.read_bytes())
-                self._seen[name] = (etag, st.st_size, st.st_mtime_ns)
+                data = path.read_bytes()
+                self._push_one(name, data, seen)
+                st = path.stat()
+                self._seen[name].mtime_ns = st.st_mtime_ns
                 n += 1
             gone = [name for name in self._seen if name not in files]
             if gone:
-                self.objects.delete([f"{FILES}/{name}" for name in gone])
+                self.objects.delete([f"{FILES}/{key}" for name in gone for key in self._seen[name].objects])
                 for name in gone:
                     del self._seen[name]
             return n
+
+    def _push_one(self, name: str, data: bytes, seen: _Seen | None) -> None:
+        digest = hashlib.sha256(data).hexdigest()
+        grew = (
+            seen is not None
+            and len(data) > seen.size
+            and hashlib.sha256(data[: seen.size]).hexdigest() == seen.digest
+        )
+        if seen is not None and grew and (seen.size - seen.base_size) + (len(data) - seen.size) <= seen.base_size:
+            key = f"{name}{PARTS}/{seen.size:016d}"
+            etag = self.objects.put(f"{FILES}/{key}", data[seen.size :])
+            objects = dict(seen.objects, **{key: etag})
+            self._seen[name] = _Seen(objects, len(data), 0, digest, seen.base_size)
+            return
+        # A rewrite (or parts outweighing the base): drop the parts first, so that a reader never joins the
+        # new base with old parts, then put the whole file.
+        if seen is not None:
+            old_parts = [f"{FILES}/{k}" for k in seen.objects if k != name]
+            if old_parts:
+                self.objects.delete(old_parts)
+        etag = self.objects.put(f"{FILES}/{name}", data)
+        self._seen[name] = _Seen({name: etag}, len(data), 0, digest, len(data))
 
 
 class LeaseLock:

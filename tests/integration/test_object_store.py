@@ -192,3 +192,46 @@ def test_harvest_lease_refuses_a_second_process_until_the_holder_dies(s3_store, 
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+
+
+def test_side_files_grow_by_parts_and_are_rewritten_whole(s3_server, s3_store, tmp_path):
+    """The journal is appended to on every write: only its new bytes are uploaded (a part object), another
+    process reads base + parts back byte for byte; a rewrite or parts outweighing the base fold them in."""
+    from memory_store._remote import FileMirror, ObjectDir
+
+    uri, opts, bucket, prefix = s3_store
+    objects = ObjectDir(uri, "mirror", opts)
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    writer, reader = FileMirror(objects, a), FileMirror(objects, b)
+    journal = a / "events.jsonl"
+    journal.write_bytes(b'{"n": 0}\n' * 100)
+    assert writer.push() == 1
+    base_keys = s3_server.keys(bucket, prefix)
+    assert base_keys == [f"{prefix}/mirror/files/events.jsonl"]
+    for i in range(1, 4):
+        with journal.open("ab") as fh:
+            fh.write(b'{"n": %d}\n' % i)
+        writer.push()
+    keys = s3_server.keys(bucket, prefix)
+    parts = [k for k in keys if ".~parts/" in k]
+    assert len(parts) == 3 and all(len(s3_server.get(bucket, k)) == 9 for k in parts), keys
+    reader.pull()
+    assert (b / "events.jsonl").read_bytes() == journal.read_bytes()
+    # Appends past the base's size fold the parts into a new base.
+    with journal.open("ab") as fh:
+        fh.write(b"x" * 2000 + b"\n")
+    writer.push()
+    assert [k for k in s3_server.keys(bucket, prefix) if ".~parts/" in k] == []
+    # A rewrite (not an append) replaces the file whole.
+    journal.write_bytes(b"rewritten\n")
+    writer.push()
+    assert s3_server.keys(bucket, prefix) == [f"{prefix}/mirror/files/events.jsonl"]
+    reader.pull()
+    assert (b / "events.jsonl").read_bytes() == b"rewritten\n"
+    # A deleted file is deleted remotely, and then locally at the next pull elsewhere.
+    journal.unlink()
+    writer.push()
+    assert s3_server.keys(bucket, prefix) == []
+    reader.pull()
+    assert not (b / "events.jsonl").exists()
