@@ -196,19 +196,8 @@ def run_one(
 
 def object_store_throughput(server, mib: int = 32, small: int = 100) -> dict:
     import obstore
-    from obstore.store import S3Store
 
-    from tests.sites.seaweed import ACCESS_KEY, SECRET_KEY
-
-    bucket = server.bucket("brt-bench-put")
-    store = S3Store(
-        bucket,
-        endpoint=server.endpoint,
-        region="us-east-1",
-        access_key_id=ACCESS_KEY,
-        secret_access_key=SECRET_KEY,
-        client_options={"allow_http": True},
-    )
+    store = server.client(server.bucket("brt-bench-put"))
     blob = os.urandom(1 << 20)
     t0 = time.monotonic()
     for i in range(mib):

@@ -72,27 +72,11 @@ class S3Server:
             assert resp.status == 200, resp.status
         return name
 
-    def keys(self, bucket: str, prefix: str | None = None) -> list[str]:
-        """Every object key in ``bucket`` under ``prefix`` (listed with obstore, independently of brt's code)."""
-        import obstore
+    def client(self, bucket: str):
+        """An obstore client of ``bucket`` (independent of brt's own code)."""
         from obstore.store import S3Store
 
-        opts = self.storage_options()
-        store = S3Store(
-            bucket,
-            endpoint=self.endpoint,
-            region="us-east-1",
-            access_key_id=ACCESS_KEY,
-            secret_access_key=opts["aws_secret_access_key"],
-            client_options={"allow_http": True},
-        )
-        return sorted(o["path"] for batch in obstore.list(store, prefix) for o in batch)
-
-    def get(self, bucket: str, key: str) -> bytes:
-        import obstore
-        from obstore.store import S3Store
-
-        store = S3Store(
+        return S3Store(
             bucket,
             endpoint=self.endpoint,
             region="us-east-1",
@@ -100,7 +84,17 @@ class S3Server:
             secret_access_key=SECRET_KEY,
             client_options={"allow_http": True},
         )
-        return bytes(obstore.get(store, key).bytes())
+
+    def keys(self, bucket: str, prefix: str | None = None) -> list[str]:
+        """Every object key in ``bucket`` under ``prefix``."""
+        import obstore
+
+        return sorted(o["path"] for batch in obstore.list(self.client(bucket), prefix) for o in batch)
+
+    def get(self, bucket: str, key: str) -> bytes:
+        import obstore
+
+        return bytes(obstore.get(self.client(bucket), key).bytes())
 
 
 def start(data: Path, timeout: float = 60.0) -> S3Server:
