@@ -3,6 +3,8 @@
 Importing this package is cheap: torch, FlagEmbedding, transformers and lancedb load on first use.
 """
 
+from ._remote import is_remote_uri
+from ._remote import redact as redact_uri
 from .embeddings import DEFAULT_MODEL, Embedder, get_embedder
 from .errors import (
     EmbeddingModelError,
@@ -33,4 +35,6 @@ __all__ = [
     "StoreStats",
     "StoreWriteError",
     "get_embedder",
+    "is_remote_uri",
+    "redact_uri",
 ]

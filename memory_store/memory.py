@@ -11,11 +11,11 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _journal, _maintenance, _snapshot, _writes
+from . import _journal, _maintenance, _remote, _snapshot, _writes
 from ._locks import StoreLocks
 from ._meta import FORMAT_VERSION, StoreMeta
 from .chunking import split_algo, window_for
@@ -51,8 +51,18 @@ def validate_charter_id(charter_id: str) -> str:
     return charter_id
 
 
+def _local_base(basepath: str | os.PathLike[str] | None, uri: str | None) -> Path:
+    """The folder stores live in: a local ``uri`` (a path or ``file://``) wins over ``basepath``."""
+    if uri and not _remote.is_remote_uri(uri):
+        return Path(uri[len("file://") :] if uri.startswith("file://") else uri).expanduser()
+    return Path(basepath).expanduser() if basepath is not None else default_basepath()
+
+
 class Memory:
-    """The evidence store of one charter at ``<basepath>/<charter_id>/``."""
+    """The evidence store of one charter at ``<basepath>/<charter_id>/``, or at ``<uri>/<charter_id>/`` on
+    object storage (``s3://bucket/prefix``; credentials and endpoint in ``storage_options`` or the standard
+    AWS environment variables; see ``_remote``: a local working folder under ``basepath`` mirrors the small
+    side files, a lease object keeps writers on different machines apart)."""
 
     def __init__(
         self,
@@ -61,10 +71,21 @@ class Memory:
         *,
         model: str | None = None,
         create: bool = True,
+        uri: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
     ) -> None:
         self.charter_id = validate_charter_id(charter_id)
-        base = Path(basepath).expanduser() if basepath is not None else default_basepath()
-        self._path = base / charter_id
+        base = _local_base(basepath, uri)
+        self._objects: _remote.ObjectDir | None = None
+        self._mirror: _remote.FileMirror | None = None
+        if _remote.is_remote_uri(uri):
+            assert uri is not None
+            self._objects = _remote.ObjectDir(uri, charter_id, storage_options)
+            self._path = _remote.local_cache(base, uri, charter_id)
+            self._mirror = _remote.FileMirror(self._objects, self._path)
+            self._mirror.pull()
+        else:
+            self._path = base / charter_id
         self._create = create
         self._meta = StoreMeta(self._path)
         meta = self._read_meta()
@@ -79,18 +100,41 @@ class Memory:
         self._model_name = recorded or resolve_model_name(model)
         self._embedder: Embedder | None = None
         self._store_obj: LanceStore | None = None
-        self._locks = StoreLocks(self._path, charter_id)
+        self._locks: Any = StoreLocks(self._path, charter_id)
+        if self._objects is not None and self._mirror is not None:
+            self._locks = _remote.RemoteLocks(self._locks, self._objects, self._mirror, charter_id)
 
     # --- properties -------------------------------------------------------------------------------------
     @classmethod
-    def exists(cls, charter_id: str, basepath: str | os.PathLike[str] | None = None) -> bool:
-        """True when a store exists for ``charter_id``."""
-        base = Path(basepath).expanduser() if basepath is not None else default_basepath()
-        return (base / validate_charter_id(charter_id) / "meta.json").is_file()
+    def exists(
+        cls,
+        charter_id: str,
+        basepath: str | os.PathLike[str] | None = None,
+        *,
+        uri: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> bool:
+        """True when a store exists for ``charter_id`` (under ``uri`` when given)."""
+        validate_charter_id(charter_id)
+        if _remote.is_remote_uri(uri):
+            assert uri is not None
+            return _remote.ObjectDir(uri, charter_id, storage_options).exists()
+        return (_local_base(basepath, uri) / charter_id / "meta.json").is_file()
 
     @property
     def path(self) -> Path:
+        """The store's folder (for a store on object storage: its local working folder)."""
         return self._path
+
+    @property
+    def location(self) -> str:
+        """Where the store lives: its folder, or its URI on object storage (never with credentials)."""
+        return _remote.redact(self._objects.uri) if self._objects is not None else str(self._path)
+
+    @property
+    def remote(self) -> bool:
+        """True when the store lives on object storage."""
+        return self._objects is not None
 
     @property
     def model_name(self) -> str:
@@ -134,7 +178,15 @@ class Memory:
     def _store(self) -> LanceStore:
         if self._store_obj is None:
             meta = self._read_meta() or {}
-            self._store_obj = LanceStore(self._path, meta.get("dim"))
+            if self._objects is not None:
+                self._store_obj = LanceStore(
+                    self._path,
+                    meta.get("dim"),
+                    uri=self._objects.lance_uri,
+                    storage_options=self._objects.storage_options,
+                )
+            else:
+                self._store_obj = LanceStore(self._path, meta.get("dim"))
         return self._store_obj
 
     # --- meta -------------------------------------------------------------------------------------------
@@ -358,14 +410,16 @@ class Memory:
     def stats(self) -> StoreStats:
         meta = self._read_meta() or {}
         disk = 0
-        if self._path.exists():
+        if self._objects is not None:
+            disk = self._objects.size()
+        elif self._path.exists():
             for root, _dirs, files in os.walk(self._path):
                 for name in files:
                     with contextlib.suppress(OSError):
                         disk += os.path.getsize(os.path.join(root, name))
         return StoreStats(
             charter_id=self.charter_id,
-            path=str(self._path),
+            path=self.location,
             pages=self.count_pages(),
             chunks=self.count_chunks(),
             model=meta.get("model", self._model_name),
@@ -422,7 +476,7 @@ class Memory:
     def compact(self) -> None:
         """Compact both tables and remove every older version, under the write lock (bounded disk across
         re-harvests; a reader in another process holding an older version may see one failed read)."""
-        if not self.exists(self.charter_id, self._path.parent):
+        if not self._read_meta():
             return
         with self.write_lock():
             self._store.compact()
@@ -467,7 +521,11 @@ class Memory:
         log.info("store %s: %d pages and %d chunks loaded", self.charter_id, len(pages), len(chunks))
 
     def reset(self) -> None:
-        """Destroy the store: its whole folder is removed. Refused while another process harvests it."""
+        """Destroy the store: its whole folder is removed (on object storage: every object under its URI,
+        then its local working folder). Refused while another process harvests it."""
+        if self._objects is not None:
+            self._reset_remote()
+            return
         if not self._path.exists():
             return
         with self.harvest_lock(), self.write_lock():
@@ -479,6 +537,24 @@ class Memory:
             except OSError as exc:
                 raise MemoryStoreError(f"cannot remove store {self._path}: {exc}") from exc
         log.info("store of charter %s removed (%s)", self.charter_id, self._path)
+
+    def _reset_remote(self) -> None:
+        assert self._objects is not None and self._mirror is not None
+        with self.harvest_lock(), self.write_lock():
+            if self._store_obj is not None:
+                self._store_obj.close()
+                self._store_obj = None
+            self._mirror.enabled = False  # nothing is pushed back when the locks are released
+            locks = self._locks
+            locks.write_lease.abandon()
+            locks.harvest_lease.abandon()
+            n = self._objects.delete_all()
+            left = self._objects.list()
+            if left:
+                raise MemoryStoreError(f"cannot remove store {self.location}: {len(left)} object(s) remain")
+            shutil.rmtree(self._path, ignore_errors=True)
+        self._mirror.forget()  # the Memory may create the store afresh
+        log.info("store of charter %s removed (%s, %d objects)", self.charter_id, self.location, n)
 
 
 __all__ = [

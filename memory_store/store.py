@@ -114,9 +114,13 @@ def page_schema() -> Any:
 class LanceStore:
     """The two LanceDB tables in ``path/lance``. Callers hold the write lock around every write."""
 
-    def __init__(self, path: Path, dim: int | None) -> None:
-        self.path = path
+    def __init__(
+        self, path: Path, dim: int | None, *, uri: str | None = None, storage_options: dict[str, str] | None = None
+    ) -> None:
+        self.path = path  # the local folder (for a remote store, its working folder: messages only)
         self.dim = dim
+        self.uri = uri  # the LanceDB database on object storage, else None (``path/lance``)
+        self._storage_options = storage_options
         self._db: Any = None
         self._tables: dict[str, Any] = {}
 
@@ -127,9 +131,13 @@ class LanceStore:
 
             lancedb = import_lancedb()
             try:
-                self._db = lancedb.connect(str(self.path / "lance"))
+                if self.uri:
+                    self._db = lancedb.connect(self.uri, storage_options=self._storage_options)
+                else:
+                    self._db = lancedb.connect(str(self.path / "lance"))
             except Exception as exc:
-                raise StoreCorrupt(f"cannot open LanceDB database at {self.path / 'lance'}: {exc}") from exc
+                where = self.uri or self.path / "lance"
+                raise StoreCorrupt(f"cannot open LanceDB database at {where}: {exc}") from exc
         return self._db
 
     def _table(self, name: str, create: bool = False) -> Any | None:
@@ -142,7 +150,11 @@ class LanceStore:
                 table = None
         if table is not None:
             return table
-        if not (self.path / "lance" / f"{name}.lance").exists():
+        if self.uri:
+            table = self._open_remote(name, create)
+            if table is None:
+                return None
+        elif not (self.path / "lance" / f"{name}.lance").exists():
             if not create:
                 return None
             schema = chunk_schema(self._need_dim()) if name == CHUNKS else page_schema()
@@ -160,6 +172,23 @@ class LanceStore:
                 raise StoreCorrupt(f"cannot open table {name!r} in {self.path}: {exc}") from exc
         self._tables[name] = table
         return table
+
+    def _open_remote(self, name: str, create: bool) -> Any | None:
+        """Open (or create) a table on object storage. Existence is decided by opening it: some stores (e.g.
+        SeaweedFS) keep an empty "folder" after every object under it was deleted, which LanceDB lists as a
+        table."""
+        try:
+            return self._connect().open_table(name)
+        except Exception as exc:
+            if "not found" not in str(exc).lower():
+                raise StoreCorrupt(f"cannot open table {name!r} in {self.uri}: {exc}") from exc
+        if not create:
+            return None
+        schema = chunk_schema(self._need_dim()) if name == CHUNKS else page_schema()
+        try:  # no dataset there (open said so): "overwrite" only replaces an empty folder
+            return self._connect().create_table(name, schema=schema, mode="overwrite")
+        except Exception as exc:
+            raise StoreWriteError(f"cannot create table {name!r} in {self.uri}: {exc}") from exc
 
     def _need_dim(self) -> int:
         if not self.dim:

@@ -69,6 +69,12 @@ class MemoryConfig(_Strict):
     persist: bool = False
     # Extension (README): a FlagEmbedding model name or local path; null = the bundled all-MiniLM-L6-v2.
     embedding_model: str | None = None
+    # Extension (README "Store on object storage"): where stores live (s3://bucket/prefix, any URI LanceDB
+    # supports, or a local folder); null = $BRT_HOME/memory. BRT_STORE_URI overrides it.
+    uri: str | None = None
+    # Options of the object store (endpoint, region, credentials, allow_http); the standard AWS_* variables
+    # work too. Held in memory only: never written to the store, snapshots, events or logs.
+    storage_options: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
 
 
 class Retrieval(_Strict):

@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory_store import redact_uri
 from memory_store.clock import file_stamp
 
 from . import __version__
 from .api import make_module_callable
-from .config import memory_basepath, open_memory, snapshots_dir
+from .config import memory_basepath, open_memory, snapshots_dir, store_exists, store_uri
 from .harvest.har import har_files, merge_hars
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def _concept_records(charter: Charter, memory: Memory) -> list[dict[str, Any]]:
 class StatusReport:
     charter_id: str
     exists: bool
-    path: Path
+    path: Path | str
     pages: int = 0
     chunks: int = 0
     model: str | None = None
@@ -115,17 +116,16 @@ class StatusReport:
 
 def status(charter: Charter) -> StatusReport:
     """What the charter's store holds: pages, chunks, model, disk size and the last harvest's outcomes."""
-    from memory_store import Memory
-
-    base = memory_basepath()
-    if not Memory.exists(charter.id, basepath=base):
-        return StatusReport(charter.id, exists=False, path=base / charter.id)
+    if not store_exists(charter):
+        uri = store_uri(charter)
+        where = f"{redact_uri(uri).rstrip('/')}/{charter.id}" if uri else memory_basepath() / charter.id
+        return StatusReport(charter.id, exists=False, path=where)
     mem = open_memory(charter, create=False)
     stats = mem.stats()
     report = StatusReport(
         charter.id,
         exists=True,
-        path=mem.path,
+        path=mem.location,
         pages=stats.pages,
         chunks=stats.chunks,
         model=stats.model,

@@ -33,8 +33,38 @@ def embedding_model(charter: Charter | None = None) -> str | None:
     return charter.memory.embedding_model if charter is not None else None
 
 
+def store_uri(charter: Charter | None = None) -> str | None:
+    """Where the charter's store lives: BRT_STORE_URI overrides the charter's memory.uri; None = the local
+    folder under $BRT_HOME/memory."""
+    env = os.environ.get("BRT_STORE_URI")
+    if env:
+        return env
+    return charter.memory.uri if charter is not None else None
+
+
+def storage_options(charter: Charter | None = None) -> dict[str, str]:
+    """The object store's options from the charter (the standard AWS_* variables are read by the store)."""
+    return dict(charter.memory.storage_options) if charter is not None else {}
+
+
+def store_exists(charter: Charter) -> bool:
+    """True when the charter's store exists (locally or on object storage)."""
+    from memory_store import Memory
+
+    return Memory.exists(
+        charter.id, basepath=memory_basepath(), uri=store_uri(charter), storage_options=storage_options(charter)
+    )
+
+
 def open_memory(charter: Charter, *, create: bool = True) -> Memory:
     """The charter's evidence store (create=False raises StoreNotFound when it was never harvested)."""
     from memory_store import Memory
 
-    return Memory(charter.id, basepath=memory_basepath(), model=embedding_model(charter), create=create)
+    return Memory(
+        charter.id,
+        basepath=memory_basepath(),
+        model=embedding_model(charter),
+        create=create,
+        uri=store_uri(charter),
+        storage_options=storage_options(charter),
+    )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .charter import load_charter
-from .config import memory_basepath, open_memory
+from .config import open_memory, store_exists
 
 if TYPE_CHECKING:
     from memory_store import CheckResult, Hit, Memory
@@ -59,10 +59,9 @@ def load(path: str | Path) -> Charter:
 def require_store(charter: Charter, *, next_step: str | None = None) -> None:
     """Raise StoreNotFound when the charter has no store; ``next_step`` says how to make one (the CLI and the MCP
     server word it for their users)."""
-    from memory_store import Memory
     from memory_store.errors import StoreNotFound
 
-    if not Memory.exists(charter.id, basepath=memory_basepath()):
+    if not store_exists(charter):
         step = next_step or f"run `brt harvest {charter.source or 'CHARTER'}` first"
         raise StoreNotFound(f"charter {charter.id!r} has no store (never harvested, or cleaned): {step}")
 

