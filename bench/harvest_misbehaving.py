@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(tempfile.mkdtemp(prefix="brt-bench-misbehaving-"))
     os.environ["BRT_HOME"] = str(home)
 
-    from tests.fixtures_badserver import start_badserver
+    from tests.sites.misbehaving import start_badserver
 
     from memory_store.embeddings import get_embedder
     from orchestrator.charter import parse_charter

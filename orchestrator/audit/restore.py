@@ -133,7 +133,6 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
           harvested: dict[str, Any] | None) -> RestoreResult:
     import numpy as np
 
-    from ..storecheck import check_store
     from .trail import CHARTER_FILE, write_synthesis
 
     dim = int(snap.manifest.get("embedding_dim") or 0)
@@ -186,7 +185,7 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
         har = mem.path / "har" / f"{stamp}.har"
         har.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(snap.har_path, har)
-    check = check_store(mem)
+    check = mem.check()
     if not check.ok:
         log.warning("the restored store of %s has problems: %s", charter_id, check.problems[:5])
     return RestoreResult(

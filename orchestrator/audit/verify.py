@@ -15,7 +15,7 @@ Checks, each failure named with the check and where:
   either end), the chunk belongs to the cited URL, the URL is on the allowlist, the date is the page's, and
   the block's Markdown line carries the same quote;
 - **har**: the HAR beside the snapshot holds a response for every stored page, and where the harvest recorded
-  the page's fingerprint (orchestrator/revalidate.py), a response whose body hashes to it.
+  the page's fingerprint (orchestrator/harvest/revalidate.py), a response whose body hashes to it.
 
 Warnings (not failures): no synthesis recorded; a page added with ``add_page`` (no harvest event, so no
 response in the HAR); a page read in a browser context that crashed (the HAR's ``log.comment`` says its
@@ -291,7 +291,7 @@ def har_bodies(har: Path) -> dict[str, list[tuple[int, str]]]:
     """URL (fragment dropped) -> (status, sha256 of the body) of every response the HAR holds."""
     import json
 
-    from ..revalidate import sha256_hex
+    from ..harvest.har import sha256_hex
 
     data = json.loads(har.read_text(encoding="utf-8"))
     out: dict[str, list[tuple[int, str]]] = {}
@@ -311,7 +311,7 @@ def har_bodies(har: Path) -> dict[str, list[tuple[int, str]]]:
 def _har(snap: Snapshot, report: VerifyReport, har: Path) -> None:
     import json
 
-    from ..revalidate import load_fingerprints
+    from ..harvest.revalidate import load_fingerprints
 
     if not har.is_file():
         report.fail("har", f"no HAR at {har}")
