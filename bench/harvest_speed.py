@@ -109,6 +109,11 @@ def run_harvest(charter, har, memory, *, refresh: bool, embed_t: _Timer, chunk_t
         "write_s": round(max(0.0, store_s - embed_s - chunk_s), 2),
         "blocked_requests": len(report.blocked_requests),
         "aborted_requests": dict(getattr(report, "aborted_requests", {}) or {}),
+        "not_stored": [
+            {"url": e.get("url"), "outcome": e.get("outcome"), "reason": e.get("reason")}
+            for e in report.events
+            if e.get("outcome") != "stored"
+        ][:20],
     }
 
 
@@ -266,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"({r['pages_per_s']} pages/s) | "
                 f"{r['chunks_total']} chunks ({r['chunks_per_s']} chunks/s) | {r['chunks_embedded']} embedded"
             )
+            for miss in r["not_stored"]:
+                print(f"   not stored: {miss['outcome']} {miss['url']} ({miss['reason']})")
             print(
                 f"   aborted requests (text mode) {r['aborted_requests']}, blocked requests {r['blocked_requests']}"
             )
