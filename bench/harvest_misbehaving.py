@@ -52,12 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(tempfile.mkdtemp(prefix="brt-bench-misbehaving-"))
     os.environ["BRT_HOME"] = str(home)
 
-    from tests.sites.misbehaving import start_badserver
-
     from memory_store.embeddings import get_embedder
     from orchestrator.charter import parse_charter
     from orchestrator.config import open_memory
     from orchestrator.harvest import harvest
+    from tests.sites.misbehaving import start_badserver
 
     get_embedder()  # model load is not part of the harvest figure
 

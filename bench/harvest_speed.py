@@ -9,6 +9,11 @@ URLs).
 3. A re-harvest of the same unchanged pages (same charter, same store, ``refresh=True``) -> speed-up
    first/second (target >= 5x) and the second run's chunks_embedded (should be 0).
 
+``--compare-text-mode``: before the timed first harvest, the same first harvest with text mode off
+(``harvest.block_resources: []``) into a second fresh store, so both are measured in one run against the same
+embed-alone baseline. ``--block-resources`` sets the charter's list for the main harvests (default: the charter's
+default, images, media and fonts).
+
     .venv/bin/python bench/harvest_speed.py --eval-dir ../shared/eval
 """
 
@@ -103,6 +108,12 @@ def run_harvest(charter, har, memory, *, refresh: bool, embed_t: _Timer, chunk_t
         "chunk_s": round(chunk_s, 2),
         "write_s": round(max(0.0, store_s - embed_s - chunk_s), 2),
         "blocked_requests": len(report.blocked_requests),
+        "aborted_requests": dict(getattr(report, "aborted_requests", {}) or {}),
+        "not_stored": [
+            {"url": e.get("url"), "outcome": e.get("outcome"), "reason": e.get("reason")}
+            for e in report.events
+            if e.get("outcome") != "stored"
+        ][:20],
     }
 
 
@@ -123,6 +134,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="do not time a third harvest with refresh=False (the library may skip pages already stored)",
     )
+    ap.add_argument(
+        "--block-resources",
+        default=None,
+        help="charter harvest.block_resources, comma-separated ('none' = text mode off; default: the charter's)",
+    )
+    ap.add_argument(
+        "--compare-text-mode",
+        action="store_true",
+        help="also time a first harvest with text mode off (block_resources: []) in the same run",
+    )
+    ap.add_argument("--skip-refresh", action="store_true", help="time the first harvest(s) only")
     ap.add_argument("--json-out", default=None)
     ap.add_argument("--keep-tmp", action="store_true")
     args = ap.parse_args(argv)
@@ -147,17 +169,24 @@ def main(argv: list[str] | None = None) -> int:
         }
         if args.concurrency:
             harvest_cfg["concurrency"] = args.concurrency
-        charter = parse_charter(
-            {
-                "id": "bench_speed",
-                "title": "harvest speed, article-extraction-benchmark replay",
-                "allowed_domains": hosts_of(p.url for p in pages),
-                "seeds": [p.url for p in pages],
-                "harvest": harvest_cfg,
-                "memory": {"enabled": True, "use_concept_index": False},
-            },
-            source="<bench>",
-        )
+        if args.block_resources is not None:
+            names = [] if args.block_resources in ("", "none") else args.block_resources.split(",")
+            harvest_cfg["block_resources"] = [n.strip() for n in names if n.strip()]
+
+        def make_charter(charter_id: str, settings: dict) -> object:
+            return parse_charter(
+                {
+                    "id": charter_id,
+                    "title": "harvest speed, article-extraction-benchmark replay",
+                    "allowed_domains": hosts_of(p.url for p in pages),
+                    "seeds": [p.url for p in pages],
+                    "harvest": settings,
+                    "memory": {"enabled": True, "use_concept_index": False},
+                },
+                source="<bench>",
+            )
+
+        charter = make_charter("bench_speed", harvest_cfg)
         memory = open_memory(charter, create=True)
 
         # Load the model before timing the harvest (process start-up is not harvest throughput).
@@ -175,8 +204,20 @@ def main(argv: list[str] | None = None) -> int:
         writes_mod.chunk_with = chunk_t.wrap(original_chunk_with)
 
         load_start = [round(x, 2) for x in os.getloadavg()]
-        print(f"[bench] first harvest of {len(pages)} pages (load average {load_start}) ...", file=sys.stderr)
+        text_off = None
+        if args.compare_text_mode:
+            off_charter = make_charter("bench_speed_text_off", dict(harvest_cfg, block_resources=[]))
+            off_memory = open_memory(off_charter, create=True)
+            print(f"[bench] first harvest, text mode off (load average {load_start}) ...", file=sys.stderr)
+            text_off = run_harvest(off_charter, har, off_memory, refresh=False, embed_t=embed_t, chunk_t=chunk_t)
+            text_off["loadavg_at_start"] = load_start
+            text_off["block_resources"] = []
+            print(f"[bench]   {text_off['wall_s']} s, {text_off['outcomes']}", file=sys.stderr)
+        load_first = [round(x, 2) for x in os.getloadavg()]
+        print(f"[bench] first harvest of {len(pages)} pages (load average {load_first}) ...", file=sys.stderr)
         first = run_harvest(charter, har, memory, refresh=False, embed_t=embed_t, chunk_t=chunk_t)
+        first["loadavg_at_start"] = load_first
+        first["block_resources"] = list(charter.harvest.block_resources)
         print(f"[bench]   {first['wall_s']} s, {first['outcomes']}", file=sys.stderr)
 
         # Embed the stored chunk texts alone, same embedder and batch size.
@@ -188,14 +229,16 @@ def main(argv: list[str] | None = None) -> int:
         embedder.embed_documents = embed_t.wrap(original_embed, count_arg=True)
         print(f"[bench] embed alone: {len(texts)} chunks in {embed_alone:.2f} s", file=sys.stderr)
 
-        print("[bench] re-harvest (refresh=True) ...", file=sys.stderr)
-        second = run_harvest(charter, har, memory, refresh=True, embed_t=embed_t, chunk_t=chunk_t)
-        print(
-            f"[bench]   {second['wall_s']} s, {second['outcomes']}, chunks_embedded {second['chunks_embedded']}",
-            file=sys.stderr,
-        )
+        second = None
+        if not args.skip_refresh:
+            print("[bench] re-harvest (refresh=True) ...", file=sys.stderr)
+            second = run_harvest(charter, har, memory, refresh=True, embed_t=embed_t, chunk_t=chunk_t)
+            print(
+                f"[bench]   {second['wall_s']} s, {second['outcomes']}, chunks_embedded {second['chunks_embedded']}",
+                file=sys.stderr,
+            )
         third = None
-        if not args.skip_no_refresh:
+        if not args.skip_no_refresh and not args.skip_refresh:
             print("[bench] re-harvest without refresh (stored pages may be skipped) ...", file=sys.stderr)
             third = run_harvest(charter, har, memory, refresh=False, embed_t=embed_t, chunk_t=chunk_t)
             print(f"[bench]   {third['wall_s']} s, {third['outcomes']}", file=sys.stderr)
@@ -203,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
         embedder.embed_documents = original_embed
 
         ratio = first["wall_s"] / embed_alone if embed_alone else None
-        speedup = first["wall_s"] / second["wall_s"] if second["wall_s"] else None
+        speedup = first["wall_s"] / second["wall_s"] if second and second["wall_s"] else None
+        ratio_off = text_off["wall_s"] / embed_alone if text_off and embed_alone else None
 
         print()
         print(
@@ -215,7 +259,10 @@ def main(argv: list[str] | None = None) -> int:
             f"model load (before timing): {model_load_s:.2f} s; load average at start {load_start}, "
             f"at end {[round(x, 2) for x in os.getloadavg()]} on {os.cpu_count()} CPUs"
         )
-        runs = [("first harvest", first), ("re-harvest (refresh)", second)]
+        runs = [("first harvest, text mode off", text_off)] if text_off else []
+        runs.append((f"first harvest (block_resources {first['block_resources']})", first))
+        if second is not None:
+            runs.append(("re-harvest (refresh)", second))
         if third is not None:
             runs.append(("re-harvest (no refresh)", third))
         for name, r in runs:
@@ -223,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name}: wall {r['wall_s']} s | {r['pages_stored']} pages stored "
                 f"({r['pages_per_s']} pages/s) | "
                 f"{r['chunks_total']} chunks ({r['chunks_per_s']} chunks/s) | {r['chunks_embedded']} embedded"
+            )
+            for miss in r["not_stored"]:
+                print(f"   not stored: {miss['outcome']} {miss['url']} ({miss['reason']})")
+            print(
+                f"   aborted requests (text mode) {r['aborted_requests']}, blocked requests {r['blocked_requests']}"
             )
             print(
                 f"   stages: fetch {r['report_timings'].get('fetch_s')} s, extract "
@@ -235,16 +287,22 @@ def main(argv: list[str] | None = None) -> int:
             f"harvest_wall / embed_alone = {ratio:.2f} (target <= {TARGET_RATIO}) -> "
             f"{'reached' if ratio is not None and ratio <= TARGET_RATIO else 'MISSED'}"
         )
+        if ratio_off is not None:
+            print(
+                f"text mode off: harvest_wall / embed_alone = {ratio_off:.2f}; text mode on/off wall = "
+                f"{first['wall_s'] / text_off['wall_s']:.3f}"
+            )
         if third is not None and third["wall_s"]:
             print(
                 f"re-harvest without refresh: {third['wall_s']} s, speed-up {first['wall_s'] / third['wall_s']:.2f}x,"
                 f" outcomes {third['outcomes']}, chunks_embedded {third['chunks_embedded']}"
             )
-        print(
-            f"re-harvest speed-up first/second = {speedup:.2f}x (target >= {TARGET_SPEEDUP}x) -> "
-            f"{'reached' if speedup is not None and speedup >= TARGET_SPEEDUP else 'MISSED'}; "
-            f"second run chunks_embedded = {second['chunks_embedded']} (target 0)"
-        )
+        if second is not None:
+            print(
+                f"re-harvest speed-up first/second = {speedup:.2f}x (target >= {TARGET_SPEEDUP}x) -> "
+                f"{'reached' if speedup is not None and speedup >= TARGET_SPEEDUP else 'MISSED'}; "
+                f"second run chunks_embedded = {second['chunks_embedded']} (target 0)"
+            )
 
         summary = {
             "bench": "harvest_speed",
@@ -256,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             "model_load_s": round(model_load_s, 2),
             "loadavg_at_start": load_start,
             "first": first,
+            "first_text_mode_off": text_off,
+            "ratio_text_mode_off_over_embed": round(ratio_off, 3) if ratio_off else None,
             "embed_alone": {"chunks": len(texts), "seconds": round(embed_alone, 2)},
             "second": second,
             "third_no_refresh": third,
@@ -268,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
             "reached": {
                 "ratio": bool(ratio is not None and ratio <= TARGET_RATIO),
                 "speedup": bool(speedup is not None and speedup >= TARGET_SPEEDUP),
-                "second_chunks_embedded": second["chunks_embedded"] == 0,
+                "second_chunks_embedded": bool(second and second["chunks_embedded"] == 0),
             },
             "machine": machine_info(),
         }

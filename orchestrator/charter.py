@@ -40,6 +40,13 @@ class Outputs(_Strict):
     sections: list[Section] = Field(default_factory=list)
 
 
+#: Subresource types a harvest may abort (Playwright's resource types; documents, scripts, XHR/fetch and
+#: WebSockets are never blocked by type, since the text or the scripts that build it may need them).
+BlockableResource = Literal["image", "media", "font", "stylesheet", "texttrack", "manifest"]
+#: The text mode's default: what the extracted text never needs.
+TEXT_MODE_BLOCKED: tuple[str, ...] = ("image", "media", "font")
+
+
 class Harvest(_Strict):
     max_pages: int = Field(50, ge=1, le=100_000)
     max_depth: int = Field(1, ge=0, le=20)
@@ -61,6 +68,15 @@ class Harvest(_Strict):
         None, gt=0, le=7 * 24 * 3600, description="Wall time of one harvest run in seconds; null = 3600"
     )
     selectors: dict[str, str] = Field(default_factory=dict)
+    # Text mode (README "Text mode"): subresources of these types are aborted before they are requested; [] = off.
+    block_resources: list[BlockableResource] = Field(default_factory=lambda: list(TEXT_MODE_BLOCKED))
+
+    @field_validator("block_resources")
+    @classmethod
+    def _unique_resources(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("lists a resource type twice")
+        return value
 
 
 class MemoryConfig(_Strict):

@@ -20,6 +20,7 @@
     │   ├── DevtoolsMcpNotFound  node or the chrome-devtools-mcp package is missing
     │   └── DevtoolsMcpError   chrome-devtools-mcp answered something brt cannot use
     ├── PageRefused            a page that may not enter the store (add_page: off the allowlist, no text, ...)
+    ├── JobNotFound            no background job of that id in this process (``jobs.py``)
     └── PortInUse              the demo site's port is taken (``brt demo`` then serves on a free port)
 
 memory_store errors (memory_store.errors.MemoryStoreError) pass through unchanged; the CLI and the MCP server map
@@ -43,6 +44,7 @@ __all__ = [
     "DownloadStarted",
     "HarvestBusy",
     "HarvestError",
+    "JobNotFound",
     "NavigationAborted",
     "NavigationRefused",
     "NetworkError",
@@ -144,6 +146,10 @@ class DevtoolsMcpError(HarvestError):
 
 class PageRefused(BrtError):
     """A page that may not enter the store (off the allowlist, not http(s), no readable text, bad input)."""
+
+
+class JobNotFound(BrtError):
+    pass
 
 
 class PortInUse(BrtError):

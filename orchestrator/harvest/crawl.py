@@ -202,6 +202,10 @@ class Crawl:
         queued = False
         try:
             links, queued, slot = await self.reader.visit(event, slot)
+        except asyncio.CancelledError:  # the harvest was cancelled (Ctrl-C, an MCP job's cancel): still recorded
+            if not queued:
+                self.finish(event, "failed", "cancelled")
+            raise
         except Exception as exc:  # one page never stops the harvest
             logger.exception("unexpected error harvesting %s", url)
             self.finish(event, "failed", f"internal error: {type(exc).__name__}: {exc}")

@@ -57,6 +57,7 @@ class HarvestEvent:
     timings: EventTimings = field(default_factory=EventTimings)
     chunks: int = 0
     blocked_requests: list[str] = field(default_factory=list)
+    aborted_requests: dict[str, int] = field(default_factory=dict)  # text mode: aborted subresources per type
     attempts: list[dict[str, Any]] = field(default_factory=list)  # every try (retries: orchestrator/politeness)
     bytes_read: int = 0
     links: list[str] | None = None  # allowed outlinks of a stored page (a resume continues the BFS from them)
@@ -99,6 +100,7 @@ class HarvestEvent:
             "timings": timings,
             "chunks": self.chunks,
             "blocked_requests": list(self.blocked_requests),
+            "aborted_requests": dict(self.aborted_requests),
         }
 
 
@@ -125,6 +127,8 @@ class HarvestReport:
     har_path: Path | None = None
     replay: Path | None = None
     blocked_requests: list[str] = field(default_factory=list)
+    block_resources: list[str] = field(default_factory=list)  # text mode: the resource types aborted
+    aborted_requests: dict[str, int] = field(default_factory=dict)  # text mode: aborted subresources per type
     not_attempted: int = 0  # links found but not attempted because max_pages was reached (or the browser gave out)
     browser_relaunches: int = 0  # crashed browsers replaced during the harvest (at most 3: orchestrator/crash.py)
     har_paths: list[Path] = field(default_factory=list)  # every HAR recorded (one per browser context), oldest first
@@ -162,6 +166,8 @@ class HarvestReport:
             "har_path": str(self.har_path) if self.har_path else None,
             "replay": str(self.replay) if self.replay else None,
             "blocked_requests": list(self.blocked_requests),
+            "block_resources": list(self.block_resources),
+            "aborted_requests": dict(self.aborted_requests),
             "not_attempted": self.not_attempted,
             "browser_relaunches": self.browser_relaunches,
             "har_paths": [str(p) for p in self.har_paths],

@@ -23,6 +23,7 @@ def summarize(events: list[dict[str, Any]], elapsed_s: float) -> dict[str, Any]:
     """Counts of one harvest: stored, skipped/blocked/failed by reason, retried URLs and retries, bytes, time."""
     by: dict[str, Counter[str]] = {"skipped": Counter(), "blocked": Counter(), "failed": Counter()}
     stored = retried = retries = byte_total = 0
+    aborted: Counter[str] = Counter()
     for e in events:
         if e.get("type", "harvest_event") != "harvest_event":
             continue
@@ -36,6 +37,7 @@ def summarize(events: list[dict[str, Any]], elapsed_s: float) -> dict[str, Any]:
             retried += 1
             retries += n - 1
         byte_total += int(e.get("bytes") or 0)
+        aborted.update(e.get("aborted_requests") or {})
     return {
         "stored": stored,
         "skipped": dict(by["skipped"]),
@@ -44,6 +46,7 @@ def summarize(events: list[dict[str, Any]], elapsed_s: float) -> dict[str, Any]:
         "retried_urls": retried,
         "retries": retries,
         "bytes": byte_total,
+        "aborted_requests": dict(sorted(aborted.items())),  # text mode: subresources never requested, per type
         "elapsed_s": round(float(elapsed_s or 0.0), 3),
     }
 
@@ -58,6 +61,10 @@ def format_summary(summary: dict[str, Any]) -> str:
             rows.append((f"  {reason}", str(n)))
     rows.append(("retried", f"{summary.get('retried_urls', 0)} URLs, {summary.get('retries', 0)} retries"))
     rows.append(("bytes", _human_bytes(int(summary.get("bytes") or 0))))
+    aborted = summary.get("aborted_requests") or {}
+    if aborted:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in aborted.items())
+        rows.append(("text mode", f"{sum(aborted.values())} requests aborted ({kinds})"))
     rows.append(("time", f"{float(summary.get('elapsed_s') or 0):.1f}s"))
     if summary.get("stopped"):
         rows.append(("stopped", str(summary["stopped"])))

@@ -23,7 +23,18 @@ from orchestrator.mcp_server import QUOTE_CLOSE, escape_untrusted  # noqa: E402
 from tests.unit.test_mcp_quoting import INJECTION, assert_quoted  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"charter_validate", "harvest", "add_page", "search", "resolve_path", "synthesize", "clean", "status"}
+TOOLS = {
+    "charter_validate",
+    "harvest",
+    "job",
+    "cancel",
+    "add_page",
+    "search",
+    "resolve_path",
+    "synthesize",
+    "clean",
+    "status",
+}
 def write_charter(make_charter: Any, site: Any, charter_id: str = "mcp_site") -> Path:
     """The charter file the MCP tools are given (``make_charter`` writes it as YAML)."""
     return make_charter(
@@ -117,10 +128,13 @@ def test_mcp_session_end_to_end(local_site, make_charter, brt_home, tmp_path):
                 ok = doc_of(await s.call_tool("charter_validate", {"path": str(charter)}))
                 assert ok["valid"] and ok["charter_id"] == "mcp_site"
 
-                # harvest with progress notifications
+                # harvest in blocking mode (wait): the report, with progress notifications
                 report = doc_of(
-                    await s.call_tool("harvest", {"charter_path": str(charter)}, progress_callback=on_progress)
+                    await s.call_tool(
+                        "harvest", {"charter_path": str(charter), "wait": True}, progress_callback=on_progress
+                    )
                 )
+                assert report["job_id"].startswith("harvest-mcp_site-")
                 assert report["counts"]["stored"] >= 5, report["summary"]
                 assert report["pages_stored"] == report["counts"]["stored"]
                 assert progress, "no progress notifications during the harvest"

@@ -120,3 +120,18 @@ def test_help_does_not_import_heavy_libraries():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_text_mode_block_resources(tmp_path):
+    """harvest.block_resources: images, media and fonts by default; [] turns text mode off; anything that is
+    not a blockable subresource type (documents, scripts) or a repeat is refused, naming the field."""
+    c = load_charter(write(tmp_path, GOOD))
+    assert c.harvest.block_resources == ["image", "media", "font"]
+    off = load_charter(write(tmp_path, GOOD + "harvest:\n  block_resources: []\n", "off.yaml"))
+    assert off.harvest.block_resources == []
+    more = load_charter(write(tmp_path, GOOD + "harvest:\n  block_resources: [image, stylesheet]\n", "more.yaml"))
+    assert more.harvest.block_resources == ["image", "stylesheet"]
+    for bad in ("[script]", "[document]", "[image, image]", "image"):
+        with pytest.raises(CharterError) as err:
+            load_charter(write(tmp_path, GOOD + f"harvest:\n  block_resources: {bad}\n", "bad.yaml"))
+        assert "harvest.block_resources" in str(err.value), str(err.value)

@@ -141,6 +141,12 @@ def test_summary_table():
     assert s["skipped"] == {"too large": 1} and s["retried_urls"] == 2 and s["retries"] == 4
     table = format_summary(s)
     assert "retried" in table and "2 URLs, 4 retries" in table and "1.5 KB" in table and "3.2s" in table
+    assert s["aborted_requests"] == {} and "text mode" not in table
+    events[0]["aborted_requests"] = {"image": 3, "font": 1}
+    events[1]["aborted_requests"] = {"image": 2}
+    s = summarize(events, 1.0)
+    assert s["aborted_requests"] == {"font": 1, "image": 5}
+    assert "6 requests aborted (1 font, 5 image)" in format_summary(s)
 
 
 def test_stream_decoder_stops_a_gzip_bomb_at_the_cap():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,6 +107,7 @@ async def open_browser(
     executable: str | None = None,
     user_agent: str | None = None,
     browser_url: str | None = None,
+    block_resources: Iterable[str] = (),
 ) -> AsyncIterator[BrowserSession]:
     """Launch headless Chromium with one fresh context (no stored state, no downloads, no service workers)
     whose every request must be http(s) on ``allowed_domains``. With ``replay``, responses come from that HAR
@@ -117,7 +118,10 @@ async def open_browser(
     With ``browser_url`` (e.g. ``http://127.0.0.1:9222``) nothing is launched: brt attaches to that running
     Chrome over CDP and opens its own fresh context there (no cookies, storage or logins of the browser's other
     contexts), with the same allowlist routing and HAR recording; on exit it closes only that context and
-    disconnects, leaving the browser running."""
+    disconnects, leaving the browser running.
+
+    ``block_resources`` (text mode): subresources of these types on allowed hosts are aborted before they are
+    requested and counted in ``session.aborted``."""
     from playwright.async_api import async_playwright
 
     if replay is not None and not Path(replay).is_file():
@@ -155,6 +159,7 @@ async def open_browser(
             har_path=har_path,
             executable=executable,
             replay=replay,
+            block_resources=frozenset(block_resources),
         )
         session._launch = _Launch(p, allowed_domains, args, browser_url, context_options)
         if replay is None:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from ...reader import CrawlHost
 
-__all__ = ["PlaywrightReader", "links_in"]
+__all__ = ["PlaywrightReader", "count_aborted", "links_in"]
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +84,7 @@ class PlaywrightReader:
             javascript=settings.javascript,
             replay=self.replay,
             browser_url=self.browser_url,
+            block_resources=settings.block_resources,
         ) as session:
             self.session = session
             session.default_timeout_s = float(settings.timeout_s)
@@ -111,6 +112,8 @@ class PlaywrightReader:
         if self.blocked_urls is not None:
             report.blocked_requests = list(self.blocked_urls)
         if self.session is not None:
+            report.block_resources = sorted(self.session.block_resources)
+            report.aborted_requests = count_aborted(self.session.aborted)
             report.browser_relaunches = self.session.relaunches
             report.har_paths = list(self.session.har_paths)
             report.har_incomplete = list(self.session.har_incomplete)
@@ -123,6 +126,7 @@ class PlaywrightReader:
         queued = False
         used: list[Page] = []  # the pages this URL was tried in (a crash replaces the page)
         blocked_before = len(self.session.blocked)
+        aborted_before = len(self.session.aborted)
         try:
             links, queued, page = await self._attempts(page, event, used)
         except Exception as exc:  # one page never stops the harvest
@@ -134,6 +138,7 @@ class PlaywrightReader:
                 for b in self.session.blocked[blocked_before:]
                 if any(b.page is p for p in used) and not b.navigation
             ]
+            event.aborted_requests = count_aborted(self.session.aborted[aborted_before:], used)
             if event.outcome != "stored" and not queued and event.reason != "HTTP 404" and event.navigated:
                 # After an error, a download or a viewer (PDF) the page may still be busy: use a fresh one.
                 page = await self._replace_page(page)
@@ -566,3 +571,12 @@ def links_in(html: str, base_url: str) -> list[str]:
             if absolute is not None:
                 out.append(absolute)
     return out
+
+
+def count_aborted(aborted: list[tuple[Any, str]], pages: list[Any] | None = None) -> dict[str, int]:
+    """Text mode's aborted requests per resource type (only those made by ``pages`` when given)."""
+    counts: dict[str, int] = {}
+    for page, kind in aborted:
+        if pages is None or any(page is p for p in pages):
+            counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))

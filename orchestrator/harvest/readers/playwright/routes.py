@@ -74,12 +74,21 @@ class RouteState:
     default_timeout_s: float = 30.0
     # Refused redirects (the browser never saw them), added to the context's HAR when it closes.
     har_extra: list[dict[str, Any]] = field(default_factory=list)
+    # Text mode: subresource types aborted before they are requested (charter harvest.block_resources), and
+    # what was aborted, as (page, resource type), in order (the reader counts each page's share).
+    block_resources: frozenset[str] = frozenset()
+    aborted: list[tuple[Any, str]] = field(default_factory=list)
 
 
 async def allowlist_route(state: RouteState, allowed_domains: list[str], route: Route) -> None:
     request = route.request
     navigation = request.is_navigation_request()
     if url_allowed(request.url, allowed_domains):
+        if not navigation and request.resource_type in state.block_resources:
+            # Text mode: the extracted text never needs it; aborted before any byte is requested.
+            state.aborted.append((page_of(request), request.resource_type))
+            await route.abort("blockedbyclient")
+            return
         if (
             navigation
             and state.replay_urls is not None

@@ -1,0 +1,103 @@
+"""brt's MCP tools for audits (issue 14): ``verify``, ``list_charters`` and ``charter_init``, thin wrappers over
+this package, registered by ``orchestrator.mcp_server``. Like every tool there, they only parse arguments and
+render; text from pages (failure messages name harvested URLs) is escaped so that no delimiter appears in it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from ..untrusted import escape_untrusted
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+__all__ = ["register_audit_tools"]
+
+
+def register_audit_tools(
+    server: MCPServer,
+    *,
+    call: Callable[[Callable[[], Any]], Awaitable[Any]],
+    result: Callable[[dict[str, Any]], CallToolResult],
+    tool_error: Callable[[str], Exception],
+) -> None:
+    """Add the audit tools to brt's MCP server (``mcp_server.build_server``), which lends its ways to run a
+    blocking call (``call``), to build a result (``result``) and to refuse bad input (``tool_error``)."""
+    from mcp_types import ToolAnnotations
+
+    read_only = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+
+    @server.tool(
+        title="Verify a snapshot",
+        description="Check an audit snapshot (.jsonl) and the HAR beside it: manifest sha256 and counts, every "
+        "chunk id the hash of its text, every quote a verbatim span of a chunk of the cited page, every cited "
+        "URL on the charter's allowlist, every stored page's response in the HAR with its recorded fingerprint. "
+        "Returns ok, a one-line verdict and the failures.",
+        annotations=read_only,
+    )
+    async def verify(
+        snapshot_path: Annotated[str, Field(description="Path of the snapshot (.jsonl).", min_length=1)],
+        check_har: Annotated[bool, Field(description="Also check the HAR beside the snapshot.")] = True,
+    ) -> CallToolResult:
+        from .verify import verify as run_verify
+
+        if not snapshot_path.endswith(".jsonl"):
+            raise tool_error("snapshot_path must be a snapshot file (.jsonl)")
+        report = await call(lambda: run_verify(Path(snapshot_path).expanduser(), check_har=check_har))
+        doc = report.to_json()
+        # messages name URLs of harvested pages: escaped so that no delimiter can appear in them
+        for key in ("failures", "warnings"):
+            doc[key] = [dict(f, message=escape_untrusted(f["message"])) for f in doc[key]]
+        doc["verdict"] = escape_untrusted(doc["verdict"])
+        return result(doc)
+
+    @server.tool(
+        title="List charters and snapshots",
+        description="The charters with a store under $BRT_HOME (pages, chunks, size, last harvest, last "
+        "synthesis) and the snapshots under $BRT_HOME/snapshots (charter id, pages, chunks, last harvest, size).",
+        annotations=read_only,
+    )
+    async def list_charters() -> CallToolResult:
+        from .catalog import ls
+
+        catalog = await call(ls)
+        return result(catalog.to_json())
+
+    @server.tool(
+        title="Write a starter charter",
+        description="A commented starter charter from a question and a few URLs (valid by construction: the "
+        "question becomes the goal and the first section, the URLs the seeds, their hosts the allowed domains). "
+        "Written to $BRT_HOME/charters/<id>.yaml (never elsewhere) unless write is false; returns its path and text.",
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+        ),
+    )
+    async def charter_init(
+        question: Annotated[str, Field(description="The research question.", min_length=1)],
+        urls: Annotated[list[str], Field(description="Absolute http(s) URLs to start from.", min_length=1)],
+        charter_id: Annotated[
+            str | None, Field(description="Charter id ([a-z0-9][a-z0-9_-]{0,63}); default: from the question.")
+        ] = None,
+        title: Annotated[str | None, Field(description="Title; default: from the question.")] = None,
+        sections: Annotated[list[str] | None, Field(description="More questions, one section each.")] = None,
+        write: Annotated[bool, Field(description="Write the file (false: only return the text).")] = True,
+        overwrite: Annotated[bool, Field(description="Replace an existing charter of that id.")] = False,
+    ) -> CallToolResult:
+        from ..config import brt_home
+        from .starter import charter_init as run_init
+        from .starter import starter_text
+
+        def run() -> dict[str, Any]:
+            cid, text = starter_text(question, urls, charter_id=charter_id, title=title, sections=sections)
+            path = None
+            if write:
+                path = run_init(question, urls, charter_id=charter_id, title=title, sections=sections,
+                                out=brt_home() / "charters" / f"{cid}.yaml", force=overwrite).path
+            return {"charter_id": cid, "path": str(path) if path else None, "text": text}
+
+        return result(await call(run))
