@@ -125,8 +125,14 @@ def test_mcp_page_controlled_text_is_delimited(attack_servers, brt_home, tmp_pat
                 texts.append(result.content[0].text)
                 return doc_of(result)
 
-            report = await call("harvest", {"charter_path": str(charter)})
+            started = await call("harvest", {"charter_path": str(charter)})  # a background job (issue 13)
+            finished = await call("job", {"job_id": started["job_id"], "wait_s": 50})
+            while finished["state"] == "running":
+                finished = await call("job", {"job_id": started["job_id"], "wait_s": 50})
+            report = finished["report"]  # the report as the job tool shows it: the same agent view
             assert report["counts"]["stored"] >= 2, report["summary"]
+            blocking = await call("harvest", {"charter_path": str(charter), "wait": True})  # the blocking mode
+            assert blocking["counts"]["skipped"] >= 2, blocking["summary"]
             reasons = " ".join(str(e.get("reason")) for e in report["events"])
             assert "evil" in reasons  # the Content-Type did reach the report ... quoted
             await call("search", {"charter_path": str(charter), "query": "lighthouse lamp electricity"})
