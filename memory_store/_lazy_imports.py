@@ -105,17 +105,24 @@ class _LazyInitFinder(importlib.abc.MetaPathFinder):
 _finder = _LazyInitFinder()
 
 
+_lancedb: ModuleType | None = None
+
+
 def import_lancedb() -> ModuleType:
     """``import lancedb`` with the namespace client's package ``__init__`` files made lazy (see module doc)."""
-    mod = sys.modules.get("lancedb")
-    if mod is not None:
-        return mod
+    global _lancedb
+    if _lancedb is not None:
+        return _lancedb
+    # Not sys.modules: while one thread imports lancedb, sys.modules already holds the half-initialised module
+    # (another thread would find no ``connect`` in it); ``import`` under the lock waits for the import to end.
     with _lock:
-        if not any(name in sys.modules for name in LAZY_PACKAGES) and _finder not in sys.meta_path:
-            sys.meta_path.insert(0, _finder)
-        try:
-            import lancedb
-        finally:
-            if _finder in sys.meta_path:
-                sys.meta_path.remove(_finder)
-    return lancedb
+        if _lancedb is None:
+            if not any(name in sys.modules for name in LAZY_PACKAGES) and _finder not in sys.meta_path:
+                sys.meta_path.insert(0, _finder)
+            try:
+                import lancedb
+            finally:
+                if _finder in sys.meta_path:
+                    sys.meta_path.remove(_finder)
+            _lancedb = lancedb
+    return _lancedb

@@ -53,13 +53,19 @@ def sha256_text(text: str) -> str:
 def charter_text(charter: Charter) -> tuple[str, str]:
     """(text, format) of the charter as used: its file's text when that file still says the same (it may have
     been edited since it was loaded, or the charter changed in memory, as ``brt demo`` does when it moves the
-    port), else the charter serialised as YAML."""
+    port), else the charter serialised as YAML. A charter with secrets (``memory.storage_options``, a
+    ``memory.uri`` with ``user:pass@``) is always serialised, without them: they never reach the store's
+    records or a snapshot."""
     import yaml
+
+    from memory_store import redact_uri
 
     from ..charter import parse_charter
 
+    uri = charter.memory.uri
+    secret = bool(charter.memory.storage_options) or bool(uri and redact_uri(uri) != uri)
     source = charter.source
-    if source is not None and source.is_file():
+    if source is not None and source.is_file() and not secret:
         try:
             text = source.read_text(encoding="utf-8")
             fmt = "json" if source.suffix.lower() == ".json" else "yaml"
@@ -68,8 +74,10 @@ def charter_text(charter: Charter) -> tuple[str, str]:
                 return text, fmt
         except Exception as exc:  # noqa: BLE001 - a changed or unreadable file: serialise the charter instead
             log.debug("charter file %s does not match the charter in use: %s", source, exc)
-    data = charter.model_dump(mode="json", exclude_defaults=True)
+    data = charter.model_dump(mode="json", exclude_defaults=True)  # storage_options are excluded from dumps
     data.setdefault("id", charter.id)
+    if uri and isinstance(data.get("memory"), dict):
+        data["memory"]["uri"] = redact_uri(uri)
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True), "yaml"
 
 
