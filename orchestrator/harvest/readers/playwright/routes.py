@@ -84,11 +84,6 @@ async def allowlist_route(state: RouteState, allowed_domains: list[str], route: 
     request = route.request
     navigation = request.is_navigation_request()
     if url_allowed(request.url, allowed_domains):
-        if not navigation and request.resource_type in state.block_resources:
-            # Text mode: the extracted text never needs it; aborted before any byte is requested.
-            state.aborted.append((page_of(request), request.resource_type))
-            await route.abort("blockedbyclient")
-            return
         if (
             navigation
             and state.replay_urls is not None
@@ -130,6 +125,12 @@ async def allowlist_route(state: RouteState, allowed_domains: list[str], route: 
                     request.url, request.resource_type, refused, navigation=navigation, page=page_of(request)
                 )
             )
+            await route.abort("blockedbyclient")
+            return
+        if not navigation and request.resource_type in state.block_resources:
+            # Text mode: the extracted text never needs it; aborted before any byte is requested (after the
+            # SSRF guard, so that a request to an internal address is still reported as blocked).
+            state.aborted.append((page_of(request), request.resource_type))
             await route.abort("blockedbyclient")
             return
         if navigation and state.fetcher is not None:  # fetched by brt: hops, byte cap, deadline (fetcher.py)
