@@ -290,7 +290,10 @@ def check_har_replay(har: Path, url: str, expect: str | None = None) -> str:
     (asserting ``expect`` occurs in the rendered HTML). Proves the HAR writer's output replays."""
     from playwright.sync_api import sync_playwright
 
-    from orchestrator.harvest.launch import LAUNCH_ARGS, find_browser
+    try:
+        from orchestrator.harvest.launch import LAUNCH_ARGS, find_browser
+    except ImportError:  # layout before issue 12 (benchmarks run against both)
+        from orchestrator.browser import LAUNCH_ARGS, find_browser
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=find_browser(), headless=True, args=LAUNCH_ARGS)
@@ -353,7 +356,10 @@ def machine_info() -> dict:
     except Exception:
         pass
     try:
-        from orchestrator.harvest.launch import find_browser
+        try:
+            from orchestrator.harvest.launch import find_browser
+        except ImportError:  # layout before issue 12
+            from orchestrator.browser import find_browser
 
         exe = find_browser()
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()

@@ -153,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="brt-bench-speed-"))
     setup_env(tmp)
     try:
-        from memory_store import _writes as writes_mod  # where Memory.add_many chunks (timed below)
+        try:
+            from memory_store import _writes as writes_mod  # where Memory.add_many chunks (timed below)
+        except ImportError:  # layout before issue 12 (before/after runs use this script on both)
+            from memory_store import memory as writes_mod
         from orchestrator.charter import parse_charter
         from orchestrator.config import open_memory
 

@@ -62,6 +62,17 @@ def load_qrels(eval_dir: Path, split: str) -> dict[str, set[str]]:
     return qrels
 
 
+def corpus_subset(corpus: list[dict], qrels: dict[str, set[str]], n: int) -> list[dict]:
+    """Every doc relevant to ``qrels``, then the first other docs in corpus order, ``n`` in all (corpus order)."""
+    relevant = set().union(*qrels.values())
+    keep = {str(d["_id"]) for d in corpus if str(d["_id"]) in relevant}
+    for d in corpus:
+        if len(keep) >= n:
+            break
+        keep.add(str(d["_id"]))
+    return [d for d in corpus if str(d["_id"]) in keep]
+
+
 def doc_text(doc: dict) -> str:
     title = (doc.get("title") or "").strip()
     text = (doc.get("text") or "").strip()
@@ -155,6 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of " + ",".join(CONFIGS))
     ap.add_argument("--extra", default=None, help="JSON dict name -> search options, evaluated too (tuning)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N queries (smoke runs)")
+    ap.add_argument(
+        "--docs",
+        type=int,
+        default=0,
+        help="corpus subset (0 = all 5,183): every doc relevant to the split's qrels, then the first docs in"
+        " corpus order up to N in all (for quick before/after runs; the numbers are not comparable to full runs)",
+    )
     ap.add_argument("--json", dest="json_out", default=None)
     args = ap.parse_args(argv)
 
@@ -166,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
 
     mem = Memory(CHARTER_ID, basepath=store_dir)
     corpus = load_corpus(eval_dir)
+    if args.docs:
+        corpus = corpus_subset(corpus, load_qrels(eval_dir, args.split), args.docs)
     info = build_store(mem, corpus)
     info.update(docs=mem.count_pages(), chunks=mem.count_chunks(), store=str(store_dir / CHARTER_ID))
     print(json.dumps(info), file=sys.stderr, flush=True)
