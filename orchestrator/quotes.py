@@ -12,8 +12,8 @@ chunk the quote starts at its best sentence and **grows into the neighbouring se
 one carries the expected type and the best one does not, then into its better-ranked neighbours while it is
 shorter than MIN_QUOTE_WORDS (the answer often stands beside the sentence that restates the question). A heading
 or headline line is quoted (marked ``heading``) only when it carries the expected type and out-ranks the chunk's
-prose. Sentence vectors are cached
-by text (``SentenceVectors``) so one synthesis never embeds a sentence twice, and embedded in one batch.
+prose. Sentence vectors are cached by text (``SentenceVectors``) so one synthesis never embeds a sentence twice,
+and embedded in one batch.
 """
 
 from __future__ import annotations
@@ -154,8 +154,8 @@ def choose_span(
 ) -> Quote:
     """The quote of one chunk: its best-ranked prose sentence, grown into a neighbour that carries the expected
     type when the best one does not, and with its better-ranked neighbours while the quote is under
-    MIN_QUOTE_WORDS words; never across a heading or from one list item into the
-    next; at most MAX_QUOTE_WORDS words. A heading is quoted itself only when it carries the expected type and
+    MIN_QUOTE_WORDS words; never across a heading or from one list item into the next; at most MAX_QUOTE_WORDS
+    words. A heading is quoted itself only when it carries the expected type and
     out-ranks every sentence; a heading that out-ranks every sentence by HEADING_MARGIN otherwise points at the
     prose under it (the quote then ranks as its heading)."""
     if not spans:

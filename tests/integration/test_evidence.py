@@ -10,7 +10,7 @@ import pytest
 from memory_store.sentences import sentences
 from orchestrator.answer_types import carries, expected_type
 from orchestrator.quotes import MIN_QUOTE_WORDS, Quote, SentenceVectors, choose_span, quote_hits, same_facts
-from orchestrator.synthesize import Candidate, select_evidence, split_sentences
+from orchestrator.synthesize import Candidate, candidate_rank, select_evidence, split_sentences
 
 
 def test_segmenter_knows_abbreviations_initials_decimals_quotes_and_list_items():
@@ -161,6 +161,22 @@ def test_a_headline_is_quoted_when_it_holds_the_answer(embedder):
 
 def _cand(quote, rank, url, score=0.6):
     return Candidate(_Hit(quote, url), Quote(quote, rank=rank), score, True, rank)
+
+
+def test_retrieval_order_breaks_near_ties_of_the_quote_rank():
+    # retrieval's first chunk quotes a little less well than its fourth: retrieval judged the whole chunk, so the
+    # first stays first; a fourth chunk whose quote is far better comes first
+    quotes = [("Aspirin lowered the risk of stroke in the trial.", 0.70), ("Stroke risk fell with aspirin.", 0.72),
+              ("Trials of many drugs were run.", 0.60), ("Aspirin and stroke were both studied here.", 0.74)]
+    cands = [
+        Candidate(_Hit(q, f"https://s{i}.example/"), Quote(q, rank=r), 0.6, True, candidate_rank(r, i))
+        for i, (q, r) in enumerate(quotes)
+    ]
+    chosen = select_evidence(cands, k=5, min_score=0.35)
+    assert chosen[0].choice.quote == quotes[0][0]
+    assert [c.choice.quote for c in chosen[:2]] == [quotes[0][0], quotes[1][0]]
+    cands[3].rank = candidate_rank(0.95, 3)
+    assert select_evidence(cands, k=5, min_score=0.35)[0].choice.quote == quotes[3][0]
 
 
 def test_one_good_block_prints_one_not_k():
