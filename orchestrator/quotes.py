@@ -9,9 +9,11 @@ Every sentence of the candidate chunks gets a *rank score* that fuses three kind
 BM25 (k1 = 1.2, b = 0.75) is computed over the candidates' sentences (lower-cased words less stop words, a
 plural ``s`` folded), so its idf says which of the question's words are rare among the candidates. In each
 chunk the quote starts at its best sentence and **grows into the neighbouring sentence** (next first) when that
-one carries the expected type and the best one does not. A heading or headline line is quoted (marked
-``heading``) only when it carries the expected type and out-ranks the chunk's prose. Sentence vectors are cached
-by text (``SentenceVectors``) so one synthesis never embeds a sentence twice, and embedded in one batch.
+one carries the expected type and the best one does not, then into its better-ranked neighbours while it is
+shorter than MIN_QUOTE_WORDS (the answer often stands beside the sentence that restates the question). A heading
+or headline line is quoted (marked ``heading``) only when it carries the expected type and out-ranks the chunk's
+prose. Sentence vectors are cached by text (``SentenceVectors``) so one synthesis never embeds a sentence twice,
+and embedded in one batch.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .answer_types import AnswerType, carries, expected_type
-from .relevance import STOP_WORDS, mentions
+from .relevance import STOP_WORDS
 
 if TYPE_CHECKING:
     from memory_store import Hit
@@ -32,6 +34,10 @@ if TYPE_CHECKING:
 W_LEXICAL = 0.15
 W_TYPE = 0.10
 MAX_QUOTE_WORDS = 60
+# A quote shorter than this grows into its better-ranked neighbour: the sentence that matches the question best
+# often restates its subject while the next (or previous) one holds the answer. 40 words (about two sentences)
+# measured against 15, 25 and 30 on SQuAD and SciFact (BENCHMARKS.md, "Evidence that answers").
+MIN_QUOTE_WORDS = 40
 HEADING_MARGIN = 0.05  # a heading this much above every sentence quotes the prose under it
 
 
@@ -144,13 +150,12 @@ def choose_span(
     rank: list[float],
     *,
     typed: list[bool],
-    named: list[bool] | None = None,
     want_type: bool = False,
 ) -> Quote:
-    """The quote of one chunk: its best-ranked prose sentence (a sentence naming what the question names first,
-    when some does), grown into a neighbour that carries the expected type when the best one does not, and
-    with neighbours while the quote is under 15 words; never across a heading or from one list item into the
-    next; at most MAX_QUOTE_WORDS words. A heading is quoted itself only when it carries the expected type and
+    """The quote of one chunk: its best-ranked prose sentence, grown into a neighbour that carries the expected
+    type when the best one does not, and with its better-ranked neighbours while the quote is under
+    MIN_QUOTE_WORDS words; never across a heading or from one list item into the next; at most MAX_QUOTE_WORDS
+    words. A heading is quoted itself only when it carries the expected type and
     out-ranks every sentence; a heading that out-ranks every sentence by HEADING_MARGIN otherwise points at the
     prose under it (the quote then ranks as its heading)."""
     if not spans:
@@ -165,18 +170,13 @@ def choose_span(
         if h:
             current = i
     prose = [i for i in range(len(spans)) if not heading[i]]
-    pool = prose
-    if named is not None and any(named[i] for i in prose):
-        pool = [i for i in prose if named[i]]
-    best = max(pool or range(len(spans)), key=lambda i: rank[i])
+    best = max(prose or range(len(spans)), key=lambda i: rank[i])
     titled = [i for i in range(len(spans)) if heading[i] and typed[i]]
     if want_type and titled:
         top = max(titled, key=lambda i: rank[i])
         if not prose or rank[top] > rank[best]:
             h_text = _collapse(text[spans[top][0] : spans[top][1]])
             return Quote(h_text, None, False, True, rank[top], True)
-    if not prose:
-        best = max(range(len(spans)), key=lambda i: rank[i])
     by_heading, heading_rank = False, None
     if prose:
         best, top_h = prose_under_top_heading(prose, owner, heading, best, lambda i: rank[i])
@@ -200,7 +200,7 @@ def choose_span(
                 if words(a, b) <= MAX_QUOTE_WORDS:
                     lo, hi, has_type = a, b, True
                     break
-    while words(lo, hi) < 15:
+    while words(lo, hi) < MIN_QUOTE_WORDS:
         options = []
         if lo > 0 and joinable(lo - 1, False):
             options.append((rank[lo - 1], lo - 1, hi))
@@ -233,7 +233,6 @@ def quote_hits(
     vectors: SentenceVectors,
     qvec: Any,
     *,
-    names: list[str],
     split: Any,
 ) -> list[tuple[Quote, float]]:
     """Each hit's quote for ``question`` and the quote's score (the cosine of the quote, read under its heading,
@@ -248,13 +247,11 @@ def quote_hits(
     top = max(lex) if lex and max(lex) > 0 else 1.0
     typed = [carries(t, kind, question) for t in flat]
     rank = [c + W_LEXICAL * b / top + (W_TYPE if ty else 0.0) for c, b, ty in zip(cos, lex, typed, strict=True)]
-    named = [any(mentions(t, n) for n in names) for t in flat]
     quotes, pos = [], 0
     for h, spans in zip(hits, all_spans, strict=True):
         end = pos + len(spans)
         quotes.append(
-            choose_span(h.text, spans, rank[pos:end], typed=typed[pos:end], named=named[pos:end],
-                        want_type=kind is not None)
+            choose_span(h.text, spans, rank[pos:end], typed=typed[pos:end], want_type=kind is not None)
         )
         pos = end
     scores = (vectors([q.in_context for q in quotes]) @ qvec).tolist()

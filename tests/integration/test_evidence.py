@@ -9,8 +9,8 @@ import pytest
 
 from memory_store.sentences import sentences
 from orchestrator.answer_types import carries, expected_type
-from orchestrator.quotes import Quote, SentenceVectors, choose_span, quote_hits, same_facts
-from orchestrator.synthesize import Candidate, select_evidence, split_sentences
+from orchestrator.quotes import MIN_QUOTE_WORDS, Quote, SentenceVectors, choose_span, quote_hits, same_facts
+from orchestrator.synthesize import Candidate, candidate_rank, select_evidence, split_sentences
 
 
 def test_segmenter_knows_abbreviations_initials_decimals_quotes_and_list_items():
@@ -78,9 +78,22 @@ def test_quote_grows_into_the_neighbour_that_carries_the_expected_type_unit():
     # the first sentence restates the question's subject and ranks best; the next one holds the price
     q = choose_span(text, spans, [0.8, 0.5], typed=[False, True], want_type=True)
     assert q.quote == text and q.carries_type
-    # without an expected type the quote does not grow past 15 words
-    q = choose_span(text, spans, [0.8, 0.5], typed=[False, False], want_type=False)
-    assert q.quote.endswith("two controllers.")
+    # without an expected type it grows only while it is shorter than MIN_QUOTE_WORDS
+    long_first = (
+        "The X1 console ships in matte black with two terabytes of storage, two wireless controllers, a vertical "
+        "stand, a charging dock, a headset, a remote and a voucher for three months of the online service, all "
+        "inside one sturdy box. It retails for $499."
+    )
+    spans = split_sentences(long_first)
+    assert len(long_first[: spans[0][1]].split()) >= MIN_QUOTE_WORDS
+    q = choose_span(long_first, spans, [0.8, 0.5], typed=[False, False], want_type=False)
+    assert q.quote.endswith("inside one sturdy box.")
+    q = choose_span(long_first, spans, [0.8, 0.5], typed=[False, True], want_type=True)
+    assert q.quote.endswith("$499.") and q.carries_type
+    short = "The X1 ships today. It comes in black. Reviews are mixed. It retails for $499. Stock is low."
+    spans = split_sentences(short)
+    q = choose_span(short, spans, [0.5, 0.8, 0.4, 0.6, 0.3], typed=[False] * 5, want_type=False)
+    assert q.quote == short  # under MIN_QUOTE_WORDS: grown into its neighbours, best-ranked first
 
 
 class _Hit:
@@ -123,7 +136,7 @@ class _Hit:
 def test_quote_holds_the_answer_from_the_next_sentence(embedder, question, chunk, answer):
     hits = [_Hit(chunk)]
     (quote, score), = quote_hits(
-        question, hits, SentenceVectors(embedder), embedder.embed_queries([question])[0], names=[],
+        question, hits, SentenceVectors(embedder), embedder.embed_queries([question])[0],
         split=split_sentences,
     )
     assert answer in quote.quote, quote
@@ -140,7 +153,7 @@ def test_a_headline_is_quoted_when_it_holds_the_answer(embedder):
         "Pre-orders open next week in most countries."
     )
     (quote, _), = quote_hits(
-        question, [_Hit(chunk)], SentenceVectors(embedder), embedder.embed_queries([question])[0], names=[],
+        question, [_Hit(chunk)], SentenceVectors(embedder), embedder.embed_queries([question])[0],
         split=split_sentences,
     )
     assert quote.is_heading and quote.quote == "Acme X1 console costs $499"
@@ -148,6 +161,22 @@ def test_a_headline_is_quoted_when_it_holds_the_answer(embedder):
 
 def _cand(quote, rank, url, score=0.6):
     return Candidate(_Hit(quote, url), Quote(quote, rank=rank), score, True, rank)
+
+
+def test_retrieval_order_breaks_near_ties_of_the_quote_rank():
+    # retrieval's first chunk quotes a little less well than its fourth: retrieval judged the whole chunk, so the
+    # first stays first; a fourth chunk whose quote is far better comes first
+    quotes = [("Aspirin lowered the risk of stroke in the trial.", 0.70), ("Stroke risk fell with aspirin.", 0.72),
+              ("Trials of many drugs were run.", 0.60), ("Aspirin and stroke were both studied here.", 0.74)]
+    cands = [
+        Candidate(_Hit(q, f"https://s{i}.example/"), Quote(q, rank=r), 0.6, True, candidate_rank(r, i))
+        for i, (q, r) in enumerate(quotes)
+    ]
+    chosen = select_evidence(cands, k=5, min_score=0.35)
+    assert chosen[0].choice.quote == quotes[0][0]
+    assert [c.choice.quote for c in chosen[:2]] == [quotes[0][0], quotes[1][0]]
+    cands[3].rank = candidate_rank(0.95, 3)
+    assert select_evidence(cands, k=5, min_score=0.35)[0].choice.quote == quotes[3][0]
 
 
 def test_one_good_block_prints_one_not_k():
