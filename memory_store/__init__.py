@@ -5,6 +5,7 @@ Importing this package is cheap: torch, FlagEmbedding, transformers and lancedb 
 
 from ._remote import is_remote_uri
 from ._remote import redact as redact_uri
+from ._writes import chunk_locally
 from .embeddings import DEFAULT_MODEL, Embedder, get_embedder
 from .errors import (
     EmbeddingModelError,
@@ -34,6 +35,7 @@ __all__ = [
     "StoreNotFound",
     "StoreStats",
     "StoreWriteError",
+    "chunk_locally",
     "get_embedder",
     "is_remote_uri",
     "redact_uri",

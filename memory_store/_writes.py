@@ -42,7 +42,16 @@ def collect_inputs(pages: Any) -> dict[str, PageInput]:
 
 
 def chunk_pages(emb: Embedder, inputs: dict[str, PageInput]) -> dict[str, list[Chunk]]:
-    """Each page's chunks (a chunk repeated within one page kept once)."""
+    """Each page's chunks (a chunk repeated within one page kept once). An embedder that chunks where its
+    tokenizer lives (a pool of workers, see ``Memory.use_embedder``) does it with its own ``chunk_pages``."""
+    own = getattr(emb, "chunk_pages", None)
+    if own is not None:
+        return own(inputs)
+    return chunk_locally(emb, inputs)
+
+
+def chunk_locally(emb: Embedder, inputs: dict[str, PageInput]) -> dict[str, list[Chunk]]:
+    """``chunk_pages`` with ``emb``'s tokenizer in this process."""
     chunked: dict[str, list[Chunk]] = {}
     for url, page in inputs.items():
         seen: set[str] = set()

@@ -156,6 +156,31 @@ class Memory:
         return self._embedder
 
     @property
+    def precision(self) -> str | None:
+        """The precision of the store's vectors ("fp32", "int8"); None before the first write."""
+        return vector_precision(self._read_meta())
+
+    def use_embedder(self, embedder: Any) -> Any:
+        """Embed (and chunk) with ``embedder`` from now on, e.g. a pool of workers that hold the model elsewhere
+        (it has the ``Embedder`` attributes and methods; with ``chunk_pages(inputs)`` it chunks too); returns
+        the embedder used so far (None: not loaded yet), to put back. None goes back to the local model.
+        A model or dimension other than the store's is refused (ModelMismatch)."""
+        if embedder is not None:
+            meta = self._read_meta()
+            if embedder.name != self._model_name:
+                raise ModelMismatch(f"store {self._path} uses {self._model_name!r}, not {embedder.name!r}")
+            precision = vector_precision(meta)
+            if precision is not None and getattr(embedder, "precision", precision) != precision:
+                raise ModelMismatch(f"store {self._path} holds {precision} vectors, not {embedder.precision}")
+            if meta and meta.get("dim") and int(meta["dim"]) != int(embedder.dim):
+                raise ModelMismatch(
+                    f"store {self._path} has {meta['dim']}-dimensional embeddings, {embedder.name!r} gives "
+                    f"{embedder.dim}"
+                )
+        previous, self._embedder = self._embedder, embedder
+        return previous
+
+    @property
     def dim(self) -> int:
         meta = self._read_meta()
         if meta and meta.get("dim"):

@@ -47,7 +47,29 @@ BlockableResource = Literal["image", "media", "font", "stylesheet", "texttrack",
 TEXT_MODE_BLOCKED: tuple[str, ...] = ("image", "media", "font")
 
 
+class RayOptions(_Strict):
+    """``harvest.ray`` (README "Harvest on Ray"): where and how wide a harvest on Ray runs."""
+
+    # null: start a local Ray instance for the run; "auto": the running cluster; "ray://host:10001": Ray Client
+    address: str | None = Field(None, description="null (a local Ray instance), auto, or a ray:// address")
+    workers: int = Field(2, ge=1, le=1024, description="Ray actors that each run one headless Chromium")
+    tabs_per_worker: int | None = Field(
+        None, ge=1, le=32, description="pages each worker reads at a time; null = concurrency / workers, rounded up"
+    )
+    embedders: int = Field(1, ge=1, le=256, description="Ray actors that hold the embedding model")
+
+    @field_validator("address")
+    @classmethod
+    def _check_address(cls, value: str | None) -> str | None:
+        if value is not None and value not in ("auto", "local") and not value.startswith("ray://"):
+            raise ValueError("must be null, local, auto or a ray://host:port address")
+        return value
+
+
 class Harvest(_Strict):
+    # local: one browser in this process; ray: fanned out on Ray (README "Harvest on Ray"; pip install 'brt[ray]')
+    engine: Literal["local", "ray"] = "local"
+    ray: RayOptions = Field(default_factory=RayOptions)
     max_pages: int = Field(50, ge=1, le=100_000)
     max_depth: int = Field(1, ge=0, le=20)
     concurrency: int = Field(4, ge=1, le=32)

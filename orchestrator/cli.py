@@ -120,10 +120,26 @@ def cli(verbose: int, quiet: bool) -> None:
     help="Check stored pages again: a page whose document and scripts are byte-identical is kept as stored "
     "(not rendered again); any other is fetched, rendered and replaced.",
 )
+@click.option(
+    "--ray",
+    "ray_address",
+    is_flag=False,
+    flag_value="local",
+    default=None,
+    metavar="[ADDRESS]",
+    help="Fan the harvest out on Ray (pip install 'brt[ray]'): ADDRESS auto or ray://host:port; without it a "
+    "local Ray instance is started for the run. Default: the charter's harvest.engine.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the harvest report as one JSON document.")
 @_handle_errors
 def harvest(
-    charter: str, replay: str | None, browser_url: str | None, via: str, refresh: bool, as_json: bool
+    charter: str,
+    replay: str | None,
+    browser_url: str | None,
+    via: str,
+    refresh: bool,
+    ray_address: str | None,
+    as_json: bool,
 ) -> None:
     """Read the charter's seeds and linked pages into its store."""
     from . import service
@@ -140,6 +156,7 @@ def harvest(
             via=via,
             progress=progress,
             refresh=refresh,
+            ray=ray_address,
         )
     finally:
         progress.close()

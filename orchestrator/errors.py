@@ -18,7 +18,9 @@
     │   ├── BrowserCrashed     the browser crashed more often than brt relaunches it (or an attached one went away)
     │   ├── DiskFull           the disk (or quota) filled up during a harvest: it stopped, what was stored is kept
     │   ├── DevtoolsMcpNotFound  node or the chrome-devtools-mcp package is missing
-    │   └── DevtoolsMcpError   chrome-devtools-mcp answered something brt cannot use
+    │   ├── DevtoolsMcpError   chrome-devtools-mcp answered something brt cannot use
+    │   ├── RayUnavailable     a harvest on Ray cannot start: Ray missing (pip install 'brt[ray]') or unreachable
+    │   └── RayWorkerLost      a Ray worker process died (its pages are tried on another; raised when none is left)
     ├── PageRefused            a page that may not enter the store (add_page: off the allowlist, no text, ...)
     ├── JobNotFound            no background job of that id in this process (``jobs.py``)
     └── PortInUse              the demo site's port is taken (``brt demo`` then serves on a free port)
@@ -52,6 +54,8 @@ __all__ = [
     "PageRefused",
     "PolicyRefused",
     "PortInUse",
+    "RayUnavailable",
+    "RayWorkerLost",
     "RequestFailed",
     "TargetClosed",
     "browser_error",
@@ -142,6 +146,14 @@ class DevtoolsMcpNotFound(HarvestError):
 
 class DevtoolsMcpError(HarvestError):
     """chrome-devtools-mcp answered something brt cannot use."""
+
+
+class RayUnavailable(HarvestError):
+    """A harvest on Ray cannot start: Ray is not installed (``pip install 'brt[ray]'``) or not reachable."""
+
+
+class RayWorkerLost(HarvestError):
+    """A Ray worker (its process, or the node it ran on) is gone."""
 
 
 class PageRefused(BrtError):

@@ -11,18 +11,17 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from memory_store.clock import now
 
-from .extract import ExtractedPage, extract_page
+from .extract import ExtractedPage
 from .har import ReplayIndex
 from .journal import Journal, load_links, read_events
 from .limits import CrawlBudget, is_disk_full
-from .models import Fetched, HarvestEvent, HarvestReport, Outcome
-from .net.politeness import MAX_RETRIES, Politeness, Robots, backoff_delay, retryable
+from .models import Fetched, HarvestEvent, HarvestReport
 from .net.urls import canonical_url, filter_links
-from .reader import PageReader, ReadAttempt, RobotsFetch
+from .reader import PageReader
+from .reading import ReadingHost
 from .revalidate import load_fingerprints
 from .summary import summarize
 from .writer import Writer
@@ -41,7 +40,7 @@ logger = logging.getLogger(__name__)
 MAX_LINKS = 2000
 
 
-class Crawl:
+class Crawl(ReadingHost):
     """One harvest run of ``charter`` into ``memory``, reading pages with ``reader``. The crawl is the
     ``CrawlHost`` its reader works with (``reader.py``)."""
 
@@ -72,10 +71,7 @@ class Crawl:
         self.fingerprints: dict[str, dict[str, Any]] = {}  # refresh: URL -> fingerprint of its stored page
         self.replay_index: ReplayIndex | None = None  # with replay: the HAR's responses (har.ReplayIndex)
         self.resume_links: dict[str, list[str]] = {}
-        self.polite = Politeness(
-            per_domain=int(self.settings.per_domain_concurrency), min_delay_s=float(self.settings.min_delay_s)
-        )
-        self.robots = Robots(self.polite)
+        self.init_politeness()  # per-host slots and delays, robots.txt (reading.py)
         self.journal = Journal(memory, self.run_id, on_disk_full=self.budget.stop)
         self.writer = Writer(
             memory,
@@ -86,11 +82,6 @@ class Crawl:
             release=self._release,
             accepted=lambda: self.accepted,
         )
-
-    @property
-    def max_page_bytes(self) -> int:
-        """The per-page cap on decoded content (HTML text read from the DOM, or PDF bytes)."""
-        return int(self.settings.max_page_bytes)
 
     def _release(self, event: HarvestEvent) -> None:
         self.accepted -= 1
@@ -231,44 +222,6 @@ class Crawl:
         self.finish(event, "skipped", "already stored (refresh to fetch it again)")
         return list(known or [])
 
-    async def attempts(
-        self, event: HarvestEvent, read: ReadAttempt, *, robots: RobotsFetch | None = None, between: Any = None
-    ) -> tuple[list[str], bool]:
-        """``read()`` under the host's politeness slot, retried (at most twice, with backoff) on the retryable
-        statuses and network errors. Every attempt is listed in ``event.attempts``. ``robots`` fetches the
-        origin's robots.txt first (its Crawl-delay must be known before the first slot); ``between()`` settles
-        the reader before a retry."""
-        host = (urlsplit(event.url).hostname or "").lower()
-        if robots is not None and self.settings.obey_robots:
-            await self.robots.ensure(event.url, robots)
-        n = 0
-        while True:
-            n += 1
-            t0 = time.monotonic()
-            async with self.polite.slot(host):
-                began = time.time()  # when the politeness slot let this attempt start
-                links, queued = await read()
-            if event.status is not None:
-                self.polite.observe(host, event.status, event.retry_after)
-            entry: dict[str, Any] = {
-                "attempt": n,
-                "at": round(began, 3),
-                "status": event.status,
-                "outcome": "fetched" if queued else event.outcome,
-                "reason": event.reason,
-                "s": round(time.monotonic() - t0, 3),
-            }
-            event.attempts.append(entry)
-            if queued or n > MAX_RETRIES or not retryable(event):
-                return links, queued
-            wait = backoff_delay(n, event.retry_after)
-            entry["retry_in_s"] = round(wait, 3)
-            logger.info("retrying %s in %.1fs (attempt %d: %s)", event.url, wait, n, event.reason)
-            event.start_over()
-            await asyncio.sleep(wait)
-            if between is not None:
-                await between()
-
     async def extract_and_queue(
         self,
         event: HarvestEvent,
@@ -284,31 +237,35 @@ class Crawl:
     ) -> tuple[list[str], bool]:
         """The tail every way of reading a page shares: size cap, duplicate check, extraction, max_pages, and
         the hand-off to the writer. Returns (links to follow, whether the page went to the writer)."""
-        canonical_final = canonical_url(final_url)
-        event.bytes_read = len(html.encode("utf-8", "replace"))
-        if event.bytes_read > self.max_page_bytes:
-            self.finish(event, "skipped", f"too large ({event.bytes_read} bytes of content)")
+        if self.over_size(event, html):
             return [], False
+        if self.is_duplicate(event, final_url):
+            return links, False
+        extracted = await self.extract_read(event, html, final_url, headers, selector, region_html)
+        if extracted is None:
+            return links, False
+        return await self.queue_page(event, extracted, links, status, content_type, fetched_at)
+
+    def is_duplicate(self, event: HarvestEvent, final_url: str) -> bool:
+        """Settle ``event`` as skipped (and say True) when its final URL was read already in this run."""
+        canonical_final = canonical_url(final_url)
         if canonical_final in self.final_seen:
             self.finish(event, "skipped", f"duplicate of {canonical_final} (already harvested in this run)")
-            return links, False
+            return True
         self.final_seen.add(canonical_final)
-        if selector and not region_html:
-            logger.info("selector %r matched nothing on %s; extracting the whole page", selector, final_url)
-            selector = None
-        t1 = time.monotonic()
-        extracted = await asyncio.to_thread(
-            extract_page, html, final_url, headers=headers, region_html=region_html, selector=selector
-        )
-        event.timings.extract_s = time.monotonic() - t1
-        if extracted is not None and extracted.lead_recovered:
-            event.lead_recovered = extracted.lead_recovered
-        if extracted is None:
-            if event.partial is not None:  # a server that trickles: abandoned at the deadline
-                self.finish(event, "failed", f"timed out: {event.partial}; nothing readable")
-            else:
-                self.finish(event, "skipped", "no readable text")
-            return links, False
+        return False
+
+    async def queue_page(
+        self,
+        event: HarvestEvent,
+        extracted: ExtractedPage,
+        links: list[str],
+        status: int | None,
+        content_type: str | None,
+        fetched_at: str,
+    ) -> tuple[list[str], bool]:
+        """max_pages, then the hand-off of an extracted page to the writer (wherever it was read)."""
+        final_url = extracted.url
         if not await self._room_for(event, final_url):  # max_pages is the store's total (limits.py)
             self.finish(event, "skipped", self.budget.max_pages_reason())
             return links, False
@@ -331,11 +288,20 @@ class Crawl:
         url: str,
     ) -> tuple[list[str], bool]:
         """The tail of a PDF read (``pdf.fetch_pdf``): duplicate check, max_pages and the hand-off to the writer."""
-        canonical = canonical_url(url)
-        if canonical in self.final_seen:
-            self.finish(event, "skipped", f"duplicate of {canonical} (already harvested in this run)")
+        if self.is_duplicate(event, url):
             return [], False
-        self.final_seen.add(canonical)
+        return await self.queue_pdf_page(event, extracted, page_texts, status, content_type, url)
+
+    async def queue_pdf_page(
+        self,
+        event: HarvestEvent,
+        extracted: ExtractedPage,
+        page_texts: list[str],
+        status: int | None,
+        content_type: str,
+        url: str,
+    ) -> tuple[list[str], bool]:
+        """max_pages, then the hand-off of an extracted PDF to the writer (wherever it was read)."""
         if not await self._room_for(event, url):  # max_pages is the store's total (limits.py)
             self.finish(event, "skipped", self.budget.max_pages_reason())
             return [], False
@@ -352,12 +318,6 @@ class Crawl:
             known = await asyncio.to_thread(self.memory.has_page, final_url)
         event.replaces = known
         return self.budget.accept(known)
-
-    def finish(self, event: HarvestEvent, outcome: Outcome, reason: str | None) -> None:
-        event.outcome = outcome
-        event.reason = reason
-        log = logger.info if outcome in ("blocked", "failed") else logger.debug
-        log("%s %s: %s", outcome, event.url, reason)
 
     # -- bookkeeping ----------------------------------------------------------------------------------------------
 

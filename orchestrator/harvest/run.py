@@ -45,11 +45,12 @@ def harvest(
     memory: Memory | None = None,
     progress: ProgressSink | None = None,
     refresh: bool = False,
+    ray: str | None = None,
 ) -> HarvestReport:
     """Harvest ``charter`` into its store (see :func:`harvest_async`). Runs its own event loop (in a helper
     thread when called from inside a running loop)."""
     coro_args = dict(
-        replay=replay, browser_url=browser_url, via=via, memory=memory, progress=progress, refresh=refresh
+        replay=replay, browser_url=browser_url, via=via, memory=memory, progress=progress, refresh=refresh, ray=ray
     )
     try:
         asyncio.get_running_loop()
@@ -81,6 +82,7 @@ async def harvest_async(
     memory: Memory | None = None,
     progress: ProgressSink | None = None,
     refresh: bool = False,
+    ray: str | None = None,
 ) -> HarvestReport:
     """Crawl the charter's seeds breadth-first (``max_depth`` hops, at most ``max_pages`` stored pages,
     ``concurrency`` pages at a time) and store their text.
@@ -88,7 +90,16 @@ async def harvest_async(
     ``replay`` serves every response from a HAR file (nothing touches the network). With ``refresh=False``
     a URL already in the store is not fetched again (event skipped, "already stored"; its links are not
     followed); ``refresh=True`` fetches it again and the store replaces its chunks (unchanged chunks are not
-    embedded again)."""
+    embedded again).
+
+    ``ray`` (``--ray [ADDRESS]``: "local", "auto" or "ray://host:port") fans the reading out on Ray
+    (``ray_engine``); so does ``harvest.engine: ray`` in the charter (its ``harvest.ray.address``)."""
+    on_ray, address = _engine(charter, ray)
+    if on_ray and (via != "playwright" or browser_url is not None or replay is not None or refresh):
+        raise HarvestError(
+            "a harvest on Ray reads with its workers' own browsers: it cannot be combined with --via devtools-mcp, "
+            "--browser-url, --replay or --refresh (run those without --ray)"
+        )
     if via not in ("playwright", "devtools-mcp"):
         raise HarvestError(f"unknown --via {via!r}: expected playwright or devtools-mcp")
     if via == "devtools-mcp" and (browser_url is not None or replay is not None):
@@ -113,17 +124,46 @@ async def harvest_async(
 
         await asyncio.to_thread(after_harvest_start, charter, memory)  # audit (issue 14): the charter as harvested
         reader: PageReader
+        if on_ray:
+            from .ray_engine import ray_session  # Ray is imported on this path only
+
+            async with ray_session(charter, memory, address) as ray_reader:
+                return await _crawl(charter, memory, progress, ray_reader, replay, refresh)
         if via == "devtools-mcp":
             reader = DevtoolsReader()
         else:
             reader = PlaywrightReader(Path(memory.path), replay=replay, browser_url=browser_url)
-        crawl = Crawl(charter, memory, progress or NullProgress(), reader, replay=replay, refresh=refresh)
-        report = await crawl.run()
-        disk_full = bool(report.stopped and report.stopped.startswith("disk full"))
-        if charter.memory.use_concept_index and report.pages_stored and not disk_full:
-            await asyncio.to_thread(update_concept_index, charter, memory)  # concept index: incremental update
-        if disk_full:  # limits.py: stopped cleanly, what was stored is kept
-            raise DiskFull(f"harvest of {charter.id} stopped: {report.stopped}; {report.summary()}", report)
-        return report
+        return await _crawl(charter, memory, progress, reader, replay, refresh)
     finally:
         lock.__exit__(None, None, None)
+
+
+async def _crawl(
+    charter: Charter,
+    memory: Memory,
+    progress: ProgressSink | None,
+    reader: PageReader,
+    replay: Path | None,
+    refresh: bool,
+) -> HarvestReport:
+    """The crawl with ``reader``, then the concept index (the store's embedder is still the run's)."""
+    crawl = Crawl(charter, memory, progress or NullProgress(), reader, replay=replay, refresh=refresh)
+    report = await crawl.run()
+    disk_full = bool(report.stopped and report.stopped.startswith("disk full"))
+    if charter.memory.use_concept_index and report.pages_stored and not disk_full:
+        await asyncio.to_thread(update_concept_index, charter, memory)  # concept index: incremental update
+    if disk_full:  # limits.py: stopped cleanly, what was stored is kept
+        raise DiskFull(f"harvest of {charter.id} stopped: {report.stopped}; {report.summary()}", report)
+    return report
+
+
+def _engine(charter: Charter, ray: str | None) -> tuple[bool, str | None]:
+    """(on Ray?, the Ray address): ``--ray [ADDRESS]`` wins over the charter's ``harvest.engine`` and
+    ``harvest.ray.address``; None or "local" start a local Ray instance for the run."""
+    if ray is not None:
+        if ray not in ("local", "auto") and not ray.startswith("ray://"):
+            raise HarvestError(f"--ray takes local, auto or a ray://host:port address, got {ray!r}")
+        return True, ray
+    if charter.harvest.engine == "ray":
+        return True, charter.harvest.ray.address
+    return False, None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -115,7 +116,8 @@ def test_help_does_not_import_heavy_libraries():
     code = (
         "import sys; from orchestrator.cli import cli; "
         "import click.testing as t; t.CliRunner().invoke(cli, ['--help']); "
-        "heavy = [m for m in ('torch', 'lancedb', 'playwright', 'FlagEmbedding', 'trafilatura') if m in sys.modules]; "
+        "heavy = ('torch', 'lancedb', 'playwright', 'FlagEmbedding', 'trafilatura', 'ray'); "
+        "heavy = [m for m in heavy if m in sys.modules]; "
         "print(heavy); assert not heavy"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -135,3 +137,37 @@ def test_text_mode_block_resources(tmp_path):
         with pytest.raises(CharterError) as err:
             load_charter(write(tmp_path, GOOD + f"harvest:\n  block_resources: {bad}\n", "bad.yaml"))
         assert "harvest.block_resources" in str(err.value), str(err.value)
+
+
+def test_harvest_engine_and_ray_options(tmp_path):
+    """harvest.engine (local | ray) and harvest.ray (address null/local/auto/ray://, workers, tabs, embedders):
+    defaults, and a bad value refused naming the field; the CLI refuses a bad --ray address and --ray with
+    --replay before anything runs (exit 2 / a clear error), and Ray is not imported for it."""
+    c = load_charter(write(tmp_path, GOOD))
+    assert c.harvest.engine == "local" and c.harvest.ray.address is None and c.harvest.ray.workers == 2
+    ray = load_charter(
+        write(tmp_path, GOOD + "harvest:\n  engine: ray\n  ray: {address: 'ray://head:10001', workers: 4}\n", "r.yaml")
+    )
+    assert ray.harvest.engine == "ray" and ray.harvest.ray.address == "ray://head:10001"
+    assert ray.harvest.ray.workers == 4 and ray.harvest.ray.embedders == 1
+    for bad, field in (
+        ("engine: spark", "harvest.engine"),
+        ("ray: {address: 'http://head:8265'}", "harvest.ray.address"),
+        ("ray: {workers: 0}", "harvest.ray.workers"),
+        ("ray: {nodes: 3}", "harvest.ray.nodes"),
+    ):
+        with pytest.raises(CharterError) as err:
+            load_charter(write(tmp_path, GOOD + f"harvest:\n  {bad}\n", "bad.yaml"))
+        assert field in str(err.value), str(err.value)
+    path = write(tmp_path, GOOD, "ok.yaml")
+    code = (
+        "import sys; from click.testing import CliRunner; from orchestrator.cli import cli; "
+        f"r = CliRunner().invoke(cli, ['harvest', {str(path)!r}, '--ray', 'http://x']); print(r.output); "
+        f"r2 = CliRunner().invoke(cli, ['harvest', {str(path)!r}, '--replay', {str(path)!r}, '--ray']); "
+        "print(r2.output); print('ray' in sys.modules)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ,
+                       "BRT_HOME": str(tmp_path / "home")})
+    assert "--ray takes local, auto or a ray://host:port address" in r.stdout, r.stdout + r.stderr
+    assert "cannot be combined with" in r.stdout and "--replay" in r.stdout, r.stdout + r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "False", r.stdout

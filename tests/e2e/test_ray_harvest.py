@@ -1,0 +1,204 @@
+"""A harvest fanned out on Ray (``--ray``, ``harvest.engine: ray``): a local Ray instance with two browser workers
+and one embedding worker harvests a site spread over four hosts (``tests/sites/hosts.py``) into a store on a real
+S3-compatible server (SeaweedFS) and gets what a plain local harvest gets (pages, chunks, events, evidence); a
+worker process killed mid-run loses no page. Ray, its worker processes and their browsers are gone afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray")
+
+from memory_store import Memory  # noqa: E402
+from orchestrator.harvest import harvest  # noqa: E402
+from orchestrator.harvest.ray_engine import WORKER_LOST  # noqa: E402
+from orchestrator.harvest.summary import summarize  # noqa: E402
+from tests.sites.hosts import resolver_rules, start_hosts_site  # noqa: E402
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+HOSTS = 4
+
+
+def _ray_processes() -> set[int]:
+    import psutil
+
+    found = set()
+    for p in psutil.process_iter(["pid", "name", "cmdline"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if "raylet" in (p.info["name"] or "") or "gcs_server" in cmd or cmd.startswith("ray::"):
+            found.add(p.info["pid"])
+    return found
+
+
+def _browser_workers() -> list:
+    import psutil
+
+    out = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if cmd.startswith("ray::BrowserWorker"):
+            out.append(p)
+    return out
+
+
+def _wait_gone(pids: set[int], timeout: float = 30.0) -> set[int]:
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        left = {p for p in left if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE}
+        time.sleep(0.2)
+    return left
+
+
+@pytest.fixture
+def hosts_site(monkeypatch):
+    started = []
+
+    def start(**options):
+        site = start_hosts_site(hosts=HOSTS, **options)
+        started.append(site)
+        monkeypatch.setenv("BRT_HOST_RESOLVER_RULES", resolver_rules(HOSTS))
+        return site
+
+    yield start
+    for site in started:
+        site.stop()
+
+
+def _charter(make_charter, site, charter_id, **options):
+    return make_charter(
+        [site.seed],
+        charter_id=charter_id,
+        allowed=site.allowed,
+        sections=[{"title": "Pier 7", "question": "What light does the lamp of pier 7 show?"}],
+        max_pages=200,
+        max_depth=2,
+        timeout_s=20,
+        **options,
+    )
+
+
+def _events(report):
+    return Counter((e["outcome"], e["reason"]) for e in report.events)
+
+
+def _chunks(mem: Memory) -> set[tuple[str, str, frozenset[str]]]:
+    out = set()
+    for c in mem.chunks(include_vectors=False):
+        urls = frozenset([c["url"], *(c.get("also_seen_at") or [])])
+        out.add((c["id"], c["text"], urls))
+    return out
+
+
+def _pages(mem: Memory) -> dict[str, tuple]:
+    return {p.url: (p.title, p.text, tuple(p.chunk_ids), p.status) for p in mem.pages()}
+
+
+def test_ray_harvest_into_s3_equals_a_local_harvest(
+    hosts_site, make_charter, brt_home, embedder, s3_store, tmp_path
+):
+    from orchestrator.clean import clean
+    from orchestrator.config import open_memory
+    from orchestrator.synthesize import synthesize
+
+    uri, opts, _bucket, _prefix = s3_store
+    site = hosts_site(pages=60)
+    ray_before = _ray_processes()
+
+    local = _charter(make_charter, site, "ray_eq_local", concurrency=2)
+    on_ray = _charter(
+        make_charter, site, "ray_eq_ray", concurrency=2, memory={"uri": uri, "storage_options": opts}
+    )
+    local_report = harvest(local)
+    ray_report = harvest(on_ray, ray="local")
+
+    # Ray is shut down with the harvest that started it: no raylet, GCS or worker process is left
+    assert not _wait_gone(_ray_processes() - ray_before), "Ray processes left after the harvest"
+
+    assert ray_report.counts() == local_report.counts()
+    assert ray_report.counts()["stored"] == 60 + 1 + HOSTS
+    assert _events(ray_report) == _events(local_report)
+    assert summarize(ray_report.events, 0) == summarize(local_report.events, 0)
+    assert ray_report.chunks_total == local_report.chunks_total
+
+    local_mem = open_memory(local, create=False)
+    ray_mem = open_memory(on_ray, create=False)
+    assert ray_mem.remote and not local_mem.remote
+    assert _pages(ray_mem) == _pages(local_mem)
+    assert _chunks(ray_mem) == _chunks(local_mem)
+    # the journal on object storage holds the same events (and the run's summary)
+    journaled = [e for e in Memory("ray_eq_ray", uri=uri, storage_options=opts).events()]
+    kinds = Counter(e.get("type", "harvest_event") for e in journaled)
+    assert kinds["harvest_event"] == len(ray_report.events) and kinds["harvest_summary"] == 1
+
+    local_evidence = synthesize(local, out=tmp_path / "local.md").sections[0].blocks
+    ray_evidence = synthesize(on_ray, out=tmp_path / "ray.md").sections[0].blocks
+    assert [(b.url, b.quote) for b in ray_evidence] == [(b.url, b.quote) for b in local_evidence]
+    assert ray_evidence and ray_evidence[0].url == site.article_url(7)
+    assert "Saint" in ray_evidence[0].quote
+
+    # one HAR per worker context, merged at clean into one that holds every page stored
+    assert len(ray_report.har_paths) == 2 and not ray_report.har_incomplete
+    assert all(p.is_file() and p.parent == Path(ray_mem.path) / "har" for p in ray_report.har_paths)
+    result = clean(on_ray, snapshot=tmp_path / "ray.jsonl")
+    merged = json.loads(Path(result.har_path).read_text(encoding="utf-8"))
+    recorded = {e["request"]["url"] for e in merged["log"]["entries"]}
+    stored = {e["final_url"] or e["url"] for e in ray_report.events if e["outcome"] == "stored"}
+    assert stored <= recorded
+    assert not Memory.exists("ray_eq_ray", uri=uri, storage_options=opts)
+
+
+def test_a_ray_worker_killed_mid_run_loses_no_page(hosts_site, make_charter, brt_home, embedder):
+    from tests.sites.slow import chromium_processes
+
+    site = hosts_site(pages=40, delay_s=0.4)
+    browsers_before = {p.pid for p in chromium_processes()}
+    ray_before = _ray_processes()
+    charter = _charter(make_charter, site, "ray_kill", concurrency=4)
+    killed: list[int] = []
+
+    def kill_one_worker() -> None:
+        deadline = time.monotonic() + 240
+        while site.article_hits() < 6 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = _browser_workers()
+        if workers:
+            os.kill(workers[0].pid, signal.SIGKILL)
+            killed.append(workers[0].pid)
+
+    killer = threading.Thread(target=kill_one_worker, daemon=True)
+    killer.start()
+    report = harvest(charter, ray="local")
+    killer.join(timeout=10)
+    assert killed, "no Ray browser worker was found to kill"
+
+    stored = {e["final_url"] or e["url"] for e in report.events if e["outcome"] == "stored"}
+    expected = {site.article_url(i) for i in range(40)} | {site.seed} | {site.url(k, "hub.html") for k in range(HOSTS)}
+    assert stored == expected, report.summary()
+    assert report.counts()["failed"] == 1  # the 404 only
+    lost = [e for e in report.events if any(a.get("reason") == WORKER_LOST for a in e["attempts"])]
+    assert lost, "no page was in flight on the killed worker"
+    assert all(e["outcome"] in ("stored", "skipped", "blocked") or e["reason"] == "HTTP 404" for e in lost)
+    # the dead worker's HAR is a placeholder that says so; the survivor's is complete
+    assert len(report.har_incomplete) == 1 and len(report.har_paths) == 2
+    note = json.loads(report.har_incomplete[0].read_text(encoding="utf-8"))["log"]["comment"]
+    assert note.startswith("incomplete:") and WORKER_LOST in note
+    mem = Memory("ray_kill")
+    assert {p.url for p in mem.pages()} == expected
+
+    assert not _wait_gone(_ray_processes() - ray_before), "Ray processes left after the harvest"
+    assert not _wait_gone({p.pid for p in chromium_processes()} - browsers_before), "browsers left behind"
