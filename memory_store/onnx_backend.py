@@ -51,6 +51,11 @@ class OnnxEncoder:
         opts.intra_op_num_threads = embedding_threads()
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3  # errors only: ORT's warnings are not the user's business
+        # A harvest shares the cores with Chromium and extraction: idle intra-op threads sleep instead of
+        # spin-waiting (ORT's default spins after every run, burning CPU the browser needs).
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        self.session_options = opts
         try:
             self._session = ort.InferenceSession(str(onnx_file), opts, providers=["CPUExecutionProvider"])
         except Exception as exc:

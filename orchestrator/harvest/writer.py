@@ -25,15 +25,18 @@ __all__ = ["Writer"]
 
 logger = logging.getLogger(__name__)
 
-BATCH_PAGES = 8
+# Up to 32 pages per ``add_many``: while the writer embeds one batch the readers queue the next pages, and a
+# backlog is taken in one batch (one LanceDB write, texts length-sorted across more pages: less padding) instead
+# of slices of 8. With 8, 60 pages took 8+ serial writes beside the embedding (bench/harvest_speed.py).
+BATCH_PAGES = 32
 BATCH_WAIT_S = 1.0
 
 
 class Writer:
-    """Takes ``Fetched`` pages from ``queue`` (None ends it) and stores them in batches of up to 8 (or what came
-    within 1 s). Each page's event is settled ``stored`` (or ``failed`` with the store error) through ``finish``,
-    counted in ``report`` and journaled; ``release()`` gives a failed page's place under max_pages back, and
-    ``accepted()`` is the number of pages handed over so far (the progress total)."""
+    """Takes ``Fetched`` pages from ``queue`` (None ends it) and stores them in batches of up to ``BATCH_PAGES``
+    (or what came within ``BATCH_WAIT_S``). Each page's event is settled ``stored`` (or ``failed`` with the store
+    error) through ``finish``, counted in ``report`` and journaled; ``release()`` gives a failed page's place under
+    max_pages back, and ``accepted()`` is the number of pages handed over so far (the progress total)."""
 
     def __init__(
         self,
@@ -57,7 +60,8 @@ class Writer:
         self.budget: CrawlBudget | None = None  # the crawl's (limits.py): a full disk stops the run
 
     async def run(self) -> None:
-        """Batch extracted pages (up to 8, or what came within 1 s) into ``memory.add_many`` in a thread."""
+        """Batch extracted pages (up to ``BATCH_PAGES``, or what came within ``BATCH_WAIT_S``) into
+        ``memory.add_many`` in a thread."""
         loop = asyncio.get_running_loop()
         done = False
         while not done:

@@ -55,6 +55,14 @@ def test_default_embedder_is_onnx_fp32(embedder):
     assert (embedder.dim, embedder.max_tokens, embedder.pooling) == (384, 256, "mean")
 
 
+def test_onnx_threads_sleep_when_idle(onnx_fp32):
+    """A harvest shares 2 cores with Chromium: idle ORT threads must not spin-wait (the default does)."""
+    opts = onnx_fp32._onnx.session_options
+    assert opts.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert opts.get_session_config_entry("session.inter_op.allow_spinning") == "0"
+    assert opts.inter_op_num_threads == 1
+
+
 def test_onnx_fp32_vectors_equal_flagembedding(flag, onnx_fp32):
     ref = flag.embed_documents(TEXTS)
     got = onnx_fp32.embed_documents(TEXTS)
