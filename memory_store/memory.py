@@ -366,12 +366,14 @@ class Memory:
         )
 
     def _ensure_text_index(self) -> None:
-        """Build the full-text index if a store written before it existed lacks it (takes the write lock)."""
+        """Make the full-text index cover every row before a BM25 search (takes the write lock): build it if a
+        store written before it existed lacks it, fold in rows written since it was built. The same rows then
+        get the same scores however they were written (a harvest on Ray batches its writes differently)."""
         store = self._store
-        if store.has_fts_index():
+        if store.text_index_current():
             return
         with self.write_lock():
-            store.ensure_indexes()
+            store.ensure_indexes(fold_all=True)
 
     def _search_subtree(
         self,
@@ -388,9 +390,7 @@ class Memory:
         ids = [i for i in chunk_ids_under(self._path, subtree) if allowed is None or i in allowed]
         bar = min_score if min_score is not None else self.default_min_score
         hits = (
-            [h for h in self.search(query, k, None, min_score, only_ids=ids, **opts) if h.score >= bar]
-            if ids
-            else []
+            [h for h in self.search(query, k, None, min_score, only_ids=ids, **opts) if h.score >= bar] if ids else []
         )
         via = "concept"
         if not hits:

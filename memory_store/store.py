@@ -53,6 +53,7 @@ FTS_STEM = True
 FTS_REMOVE_STOP_WORDS = True
 # Rows written after an index was built are searched by a scan until folded into it by optimize().
 REINDEX_AFTER_ROWS = 1024
+FTS_TIE_SLACK = 32  # rows past k a full-text search reads so that ties at the cut are broken by id
 # Vector index: below this many chunks a flat exact scan is fast enough; from it on an IVF_HNSW_SQ index with
 # exact re-ranking of refine_factor * k candidates (bench/vector_scale.py measures the trade-off).
 VECTOR_INDEX_MIN_ROWS = 50_000
@@ -297,9 +298,7 @@ class LanceStore:
             return []
         cols = [*CHUNK_FIELDS, "_distance"] + (["embedding"] if with_vectors else [])
         try:
-            query = table.search(vector.astype("float32"), vector_column_name="embedding").distance_type(
-                "cosine"
-            )
+            query = table.search(vector.astype("float32"), vector_column_name="embedding").distance_type("cosine")
             if self.has_vector_index():
                 query = query.nprobes(VECTOR_NPROBES)
                 if VECTOR_REFINE_FACTOR:
@@ -309,7 +308,8 @@ class LanceStore:
             query = query.select(cols).limit(k)
             if only_ids is not None:
                 query = query.where(_in_list("id", only_ids), prefilter=True)
-            return self._result_rows(query.to_arrow(), with_vectors)
+            rows = self._result_rows(query.to_arrow(), with_vectors)
+            return sorted(rows, key=lambda r: (r["_distance"], r["id"]))  # equal distances: by id, not storage
         except Exception as exc:
             raise StoreCorrupt(f"vector search failed in {self.path}: {exc}") from exc
 
@@ -327,10 +327,13 @@ class LanceStore:
             from lancedb.query import MatchQuery
 
             # a plain match query (OR of the analysed terms): the text is never parsed as query syntax
-            query = table.search(MatchQuery(text, "text"), query_type="fts").select(cols).limit(k)
+            # BM25 ties are common (pages of one template): the index returns them in no fixed order, so take
+            # more than k and order equal scores by id; the same store then answers the same way every time
+            query = table.search(MatchQuery(text, "text"), query_type="fts").select(cols).limit(k + FTS_TIE_SLACK)
             if only_ids is not None:
                 query = query.where(_in_list("id", only_ids), prefilter=True)
-            return self._result_rows(query.to_arrow(), with_vectors)
+            rows = self._result_rows(query.to_arrow(), with_vectors)
+            return sorted(rows, key=lambda r: (-r["_score"], r["id"]))[:k]
         except Exception as exc:
             raise StoreCorrupt(f"full-text search failed in {self.path}: {exc}") from exc
 
@@ -362,14 +365,21 @@ class LanceStore:
     def has_fts_index(self) -> bool:
         return self._index_types().get("text") == "FTS"
 
+    def text_index_current(self) -> bool:
+        """True when the full-text index exists and covers every row. BM25 statistics of rows scanned outside
+        the index differ from indexed ones, so scores (and the order of ties) would depend on which write
+        built the index: a search wants the index current."""
+        return self.has_fts_index() and self._unindexed("text_idx") == 0
+
     def has_vector_index(self) -> bool:
         kind = self._index_types().get("embedding")
         return bool(kind) and kind != "FTS"
 
-    def ensure_indexes(self) -> None:
+    def ensure_indexes(self, *, fold_all: bool = False) -> None:
         """Create what is missing: the full-text index on ``text`` (as soon as the table has rows) and the
         vector index on ``embedding`` (once it has ``VECTOR_INDEX_MIN_ROWS`` rows); fold rows written since
-        into the existing indexes when more than ``REINDEX_AFTER_ROWS`` are unindexed. Caller holds the lock."""
+        into the existing indexes when more than ``REINDEX_AFTER_ROWS`` are unindexed (any, with
+        ``fold_all``: a search's BM25 scores then do not depend on the write history). Caller holds the lock."""
         table = self._table(CHUNKS)
         if table is None:
             return
@@ -393,7 +403,7 @@ class LanceStore:
                         ascii_folding=True,
                     )
                 log.info("full-text index built over %d chunks in %s", rows, self.path)
-            elif self._unindexed("text_idx") > REINDEX_AFTER_ROWS:
+            elif self._unindexed("text_idx") > (0 if fold_all else REINDEX_AFTER_ROWS):
                 table.optimize()
             if rows >= VECTOR_INDEX_MIN_ROWS and not kinds.get("embedding"):
                 with warnings.catch_warnings():  # the keyword form is deprecated in favour of config objects

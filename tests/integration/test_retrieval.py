@@ -193,6 +193,47 @@ def test_fts_index_built_for_an_older_store_on_first_search(brt_home, embedder):
     assert Memory("old")._store.has_fts_index()
 
 
+def _pier(i: int) -> str:
+    # pages of one template: many equal BM25 scores for a question that names one pier
+    colours, saints = ["red", "green", "white"], ["Bride", "Non", "Aidan", "Ninian"]
+    return (
+        f"Pier {i} was built to land salt, and its lamp shows a {colours[i % 3]} light named after Saint "
+        f"{saints[i % 4]}. The harbour master inspects pier {i} every {2 + i % 5} weeks."
+    )
+
+
+def test_same_rows_answer_the_same_however_they_were_written(brt_home, embedder):
+    # the same pages written in another order and other batches (as a harvest on Ray writes them) get the
+    # same BM25 scores and the same order, ties included: the index covers every row before a search, and
+    # equal scores are ordered by id, not by storage order
+    pages = [{"url": f"https://piers.example/{i}", "text": _pier(i)} for i in range(40)]
+    one = Memory("written_once")
+    one.add_many(pages)
+    split = Memory("written_in_batches")
+    shuffled = pages[::-1]
+    split.add_many(shuffled[:5])  # the full-text index is built over these 5 rows only
+    for start in range(5, 40, 7):
+        split.add_many(shuffled[start : start + 7])
+    assert not split._store.text_index_current()
+    question = "What light does the lamp of pier 7 show?"
+
+    def bm25(mem):
+        return [
+            (h.id, h.metadata["retrieval"]["bm25_score"])
+            for h in mem.search(question, k=12, mode="bm25", mmr_lambda=None, candidates=12)
+        ]
+
+    first = bm25(one)
+    scores = [s for _, s in first]
+    assert len(set(scores)) < len(scores), "the fixture must hold BM25 ties"
+    assert bm25(split) == first and split._store.text_index_current()
+    assert all(bm25(one) == first for _ in range(3))
+    tied = [(a, b) for (a, s), (b, t) in zip(first[:-1], first[1:], strict=True) if s == t]
+    assert tied and all(a < b for a, b in tied)
+    hybrid = [h.id for h in one.search(question, k=8, mmr_lambda=None)]
+    assert hybrid == [h.id for h in split.search(question, k=8, mmr_lambda=None)]
+
+
 def test_multiple_queries_are_fused(code_store):
     mem = code_store
     one = mem.search("XK-4471Q", k=13, mode="bm25", mmr_lambda=None)
