@@ -93,8 +93,9 @@ async def ray_session(charter: Charter, memory: Memory, address: str | None) -> 
     the end), start the embedding pool and make it the store's embedder; yields the crawl's ``RayReader``."""
     ray = import_ray()
     opts = charter.harvest.ray
-    started = _connect(ray, address, opts)  # (blocks a few seconds; nothing else runs yet)
-    env = None if started else {k: os.environ[k] for k in WORKER_ENV if k in os.environ}
+    connected = _connect(ray, address, opts)  # (blocks a few seconds; nothing else runs yet)
+    local = connected and address in (None, "local")
+    env = None if local else {k: os.environ[k] for k in WORKER_ENV if k in os.environ}
     try:
         pool = await asyncio.to_thread(PooledEmbedder.start, ray, memory, opts.embedders, env)
         previous = memory.use_embedder(pool)
@@ -104,12 +105,13 @@ async def ray_session(charter: Charter, memory: Memory, address: str | None) -> 
             memory.use_embedder(previous)
             pool.stop()
     finally:
-        if started:
+        if connected:  # a local instance stops; a cluster's driver disconnects, the cluster runs on
             await asyncio.to_thread(ray.shutdown)
 
 
 def _connect(ray: Any, address: str | None, opts: RayOptions) -> bool:
-    """ray.init; True when this call started a local instance (to be shut down after the harvest)."""
+    """ray.init; True when this call connected (started a local instance, or joined a cluster as its driver),
+    so that the harvest disconnects at its end; False for a session the caller opened itself."""
     if ray.is_initialized():
         return False  # the caller's own Ray session (e.g. a notebook): used as it is, left running
     local = address in (None, "local")
@@ -125,9 +127,9 @@ def _connect(ray: Any, address: str | None, opts: RayOptions) -> bool:
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     except Exception as exc:  # Ray's own errors: a cluster that is not there, a bad address
-        where = "a local Ray instance" if local else f"Ray at {address}"
-        raise RayUnavailable(f"cannot start {where}: {first_line(exc)}") from exc
-    return local
+        what = "start a local Ray instance" if local else f"connect to Ray at {address}"
+        raise RayUnavailable(f"cannot {what}: {first_line(exc)}") from exc
+    return True
 
 
 def _actor_options(num_cpus: float, env: dict[str, str] | None, **more: Any) -> dict[str, Any]:
@@ -157,8 +159,7 @@ class PooledEmbedder:
     def start(cls, ray: Any, memory: Memory, n: int, env: dict[str, str] | None) -> PooledEmbedder:
         remote = ray.remote(EmbedWorker)
         actors = [
-            remote.options(**_actor_options(1, env)).remote(memory.model_name, memory.precision)
-            for _ in range(n)
+            remote.options(**_actor_options(1, env)).remote(memory.model_name, memory.precision) for _ in range(n)
         ]
         try:
             infos = ray.get([a.info.remote() for a in actors])
@@ -279,9 +280,7 @@ class RayReader:
             await self._close_workers()
 
     async def _start_workers(self) -> None:
-        results = await asyncio.gather(
-            *(_await(w.actor.start.remote()) for w in self.workers), return_exceptions=True
-        )
+        results = await asyncio.gather(*(_await(w.actor.start.remote()) for w in self.workers), return_exceptions=True)
         for w, info in zip(self.workers, results, strict=True):
             if isinstance(info, BaseException):
                 raise RayUnavailable(f"Ray worker {w.index} did not start: {first_line(info)}") from info

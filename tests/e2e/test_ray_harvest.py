@@ -28,7 +28,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 HOSTS = 4
 
 
-def _ray_processes() -> set[int]:
+def _ray_processes(*, everything: bool = False) -> set[int]:
+    """Ray's raylets, GCS servers and workers; with ``everything`` also its Python daemons (monitor, log
+    monitor, dashboard, client server, agents) that `ray start` leaves behind a head node."""
     import psutil
 
     found = set()
@@ -38,6 +40,8 @@ def _ray_processes() -> set[int]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
         if "raylet" in (p.info["name"] or "") or "gcs_server" in cmd or cmd.startswith("ray::"):
+            found.add(p.info["pid"])
+        elif everything and ("site-packages/ray/" in cmd or " -m ray." in cmd) and p.info["pid"] != os.getpid():
             found.add(p.info["pid"])
     return found
 
@@ -108,9 +112,7 @@ def _pages(mem: Memory) -> dict[str, tuple]:
     return {p.url: (p.title, p.text, tuple(p.chunk_ids), p.status) for p in mem.pages()}
 
 
-def test_ray_harvest_into_s3_equals_a_local_harvest(
-    hosts_site, make_charter, brt_home, embedder, s3_store, tmp_path
-):
+def test_ray_harvest_into_s3_equals_a_local_harvest(hosts_site, make_charter, brt_home, embedder, s3_store, tmp_path):
     from orchestrator.clean import clean
     from orchestrator.config import open_memory
     from orchestrator.synthesize import synthesize
@@ -120,9 +122,7 @@ def test_ray_harvest_into_s3_equals_a_local_harvest(
     ray_before = _ray_processes()
 
     local = _charter(make_charter, site, "ray_eq_local", concurrency=2)
-    on_ray = _charter(
-        make_charter, site, "ray_eq_ray", concurrency=2, memory={"uri": uri, "storage_options": opts}
-    )
+    on_ray = _charter(make_charter, site, "ray_eq_ray", concurrency=2, memory={"uri": uri, "storage_options": opts})
     local_report = harvest(local)
     ray_report = harvest(on_ray, ray="local")
 
@@ -202,3 +202,111 @@ def test_a_ray_worker_killed_mid_run_loses_no_page(hosts_site, make_charter, brt
 
     assert not _wait_gone(_ray_processes() - ray_before), "Ray processes left after the harvest"
     assert not _wait_gone({p.pid for p in chromium_processes()} - browsers_before), "browsers left behind"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def ray_cluster():
+    """A Ray cluster started apart from the harvest, as on a cluster's head node (`ray start --head`), with a
+    Ray Client server and token authentication; ``env`` holds what a user of it sets (the mode and the token).
+    Stopped (its processes killed) afterwards."""
+    import secrets
+    import shutil
+    import subprocess
+    import sys
+
+    ray_cli = Path(sys.executable).parent / "ray"
+    ray_cli = str(ray_cli) if ray_cli.is_file() else shutil.which("ray")
+    if not ray_cli:
+        pytest.skip("the ray command is not installed")
+    before = _ray_processes(everything=True)
+    port, client_port = _free_port(), _free_port()
+    env = {
+        **os.environ,
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+    }
+    started = subprocess.run(
+        [
+            ray_cli,
+            "start",
+            "--head",
+            f"--port={port}",
+            f"--ray-client-server-port={client_port}",
+            "--num-cpus=3",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+            f"--object-store-memory={128 * 1024 * 1024}",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert started.returncode == 0, started.stderr[-2000:]
+    try:
+        yield {"gcs": f"127.0.0.1:{port}", "client": f"ray://127.0.0.1:{client_port}", "cli": ray_cli, "env": env}
+    finally:
+        import psutil
+
+        for pid in _ray_processes(everything=True) - before:
+            try:
+                psutil.Process(pid).kill()
+            except psutil.NoSuchProcess:
+                pass
+        assert not _wait_gone(_ray_processes(everything=True) - before), "processes of the cluster left"
+
+
+def test_brt_harvest_joins_a_running_ray_cluster_by_address(hosts_site, make_charter, brt_home, ray_cluster, tmp_path):
+    # "past one machine": `brt harvest CHARTER --ray ray://HOST:PORT` is a driver of a cluster that runs on its
+    # own (here on loopback, with token authentication), reached through Ray Client; the browser and embedding
+    # workers run in the cluster's processes, the store is written by this driver; at the end the driver
+    # disconnects and the cluster runs on
+    import subprocess
+    import sys
+
+    from orchestrator.synthesize import synthesize
+
+    site = hosts_site(pages=12)
+    charter = _charter(make_charter, site, "ray_cluster", concurrency=2, path="cluster.yaml")
+    env = {**ray_cluster["env"], **{k: os.environ[k] for k in ("BRT_HOME", "BRT_HOST_RESOLVER_RULES")}}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator.cli",
+            "harvest",
+            str(tmp_path / "cluster.yaml"),
+            "--ray",
+            ray_cluster["client"],
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    expected = {site.article_url(i) for i in range(12)} | {site.seed} | {site.url(k, "hub.html") for k in range(HOSTS)}
+    stored = {e["final_url"] or e["url"] for e in report["events"] if e["outcome"] == "stored"}
+    assert stored == expected
+    assert {p.url for p in Memory("ray_cluster").pages()} == expected
+    status = subprocess.run(
+        [ray_cluster["cli"], "status", f"--address={ray_cluster['gcs']}"],
+        env=ray_cluster["env"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert status.returncode == 0, status.stderr[-2000:]  # the cluster runs on
+    blocks = synthesize(charter, out=tmp_path / "cluster.md").sections[0].blocks
+    assert blocks and blocks[0].url == site.article_url(7) and "Saint" in blocks[0].quote
