@@ -118,6 +118,7 @@ def _connect(ray: Any, address: str | None, opts: RayOptions) -> bool:
     try:
         if local:
             ray.init(
+                address="local",  # a new instance, even where a cluster once started on this machine is recorded
                 num_cpus=opts.workers + opts.embedders,
                 include_dashboard=False,
                 object_store_memory=LOCAL_OBJECT_STORE_BYTES,

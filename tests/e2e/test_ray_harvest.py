@@ -5,6 +5,7 @@ worker process killed mid-run loses no page. Ray, its worker processes and their
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -44,6 +45,20 @@ def _ray_processes(*, everything: bool = False) -> set[int]:
         elif everything and ("site-packages/ray/" in cmd or " -m ray." in cmd) and p.info["pid"] != os.getpid():
             found.add(p.info["pid"])
     return found
+
+
+def _is_core(pid: int) -> bool:
+    """A Ray process that must die with its instance (GCS, raylet, brt's workers), not one of its agents."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        cmd = " ".join(proc.cmdline())
+        return (
+            "raylet" in proc.name() or "gcs_server" in cmd or cmd.startswith(("ray::BrowserWorker", "ray::EmbedWorker"))
+        )
+    except psutil.Error:
+        return False
 
 
 def _browser_workers() -> list:
@@ -310,3 +325,75 @@ def test_brt_harvest_joins_a_running_ray_cluster_by_address(hosts_site, make_cha
     assert status.returncode == 0, status.stderr[-2000:]  # the cluster runs on
     blocks = synthesize(charter, out=tmp_path / "cluster.md").sections[0].blocks
     assert blocks and blocks[0].url == site.article_url(7) and "Saint" in blocks[0].quote
+
+
+def test_a_ray_harvest_killed_9_resumes(hosts_site, make_charter, brt_home, tmp_path):
+    # kill -9 of the driver (`brt harvest --ray`) mid-run: the local Ray instance it started goes with it, nothing
+    # stored is lost, and a second `brt harvest --ray` resumes (what is stored is not read again, no duplicate
+    # chunk) and completes; `brt status --check` finds the store sound
+    import subprocess
+    import sys
+
+    from tests.sites.slow import chromium_processes
+
+    site = hosts_site(pages=40, delay_s=0.3)
+    ray_before = _ray_processes(everything=True)
+    browsers_before = {p.pid for p in chromium_processes()}
+    charter = _charter(make_charter, site, "ray_resume", concurrency=2, path="resume.yaml")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    cli = [sys.executable, "-m", "orchestrator.cli"]
+    proc = subprocess.Popen(
+        [*cli, "harvest", str(charter.source), "--ray"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "killed.err").open("w"),
+        start_new_session=True,
+    )
+    journal = brt_home / "memory" / "ray_resume" / "events.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if journal.exists() and journal.read_text().count('"outcome": "stored"') >= 8:
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None, "the harvest ended before it could be killed: " + (tmp_path / "killed.err").read_text()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    # the instance dies with its driver: GCS, raylet and the browser and embedding workers (Ray's dashboard and
+    # runtime-env agents notice a minute or more later: killed here so that they do not outlive the test)
+    left = _ray_processes(everything=True) - ray_before
+    assert not _wait_gone({p for p in left if _is_core(p)}, timeout=60), "Ray outlived its driver"
+    for pid in _wait_gone(left, timeout=0):
+        with contextlib.suppress(Exception):
+            os.kill(pid, signal.SIGKILL)
+    assert not _wait_gone({p.pid for p in chromium_processes()} - browsers_before), (
+        "the workers' browsers outlived them"
+    )
+
+    stored_at_kill = {p.url for p in Memory("ray_resume").pages()}
+    assert len(stored_at_kill) >= 8
+    with site.lock:
+        reads_at_kill = Counter(site.log)
+
+    done = subprocess.run(
+        [*cli, "harvest", str(charter.source), "--ray"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected = {site.article_url(i) for i in range(40)} | {site.seed} | {site.url(k, "hub.html") for k in range(HOSTS)}
+    mem = Memory("ray_resume")
+    assert {p.url for p in mem.pages()} == expected
+    with site.lock:
+        reads_after = Counter(site.log)
+    # stored pages are not read again; the one exception is a redirect's target: /moved.html (301 -> p/0.html),
+    # when first read after the kill, brings its target with it
+    redirected = reads_after[(site.allowed[0], "/moved.html")] - reads_at_kill[(site.allowed[0], "/moved.html")]
+    for url in stored_at_kill:
+        host_name, path = url.split("://", 1)[1].split(":", 1)[0], "/" + url.split("/", 3)[3]
+        again = reads_after[(host_name, path)] - reads_at_kill[(host_name, path)]
+        assert again == (redirected if url == site.article_url(0) else 0), url
+    ids = [c["id"] for c in mem.chunks(include_vectors=False)]
+    assert len(ids) == len(set(ids))
+    check = subprocess.run(
+        [*cli, "status", str(charter.source), "--check"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert check.returncode == 0 and "check:    ok" in check.stdout, check.stdout + check.stderr
+    assert not _wait_gone(_ray_processes(everything=True) - ray_before), "Ray processes left after the harvest"
