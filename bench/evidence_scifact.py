@@ -9,8 +9,8 @@ synthesis code (signature queries, hybrid retrieval with MMR, quote choice, the 
 Rules compared in the same run, on the same candidates, for every evidence threshold of ``--thresholds``:
 - ``retrieval``: the rule before quote checks: the first k hits (retrieval order) whose chunk cosine, best over
   the signature queries, meets the threshold (the baseline);
-- ``quote``: also the quote's own cosine to the question (read under its heading) meets the threshold (an
-  ablation: ``select_evidence(..., named=False)``);
+- ``quote``: the quote's own cosine to the question (read under its heading) meets the threshold, whatever the
+  chunk's (an ablation: ``select_evidence(..., named=False)``);
 - ``quote+names``: what ``brt synthesize`` does: ``quote`` plus the names check (when the first remaining
   candidate's page names what the claim names, pages that never do are dropped).
 
@@ -54,9 +54,8 @@ def rule_blocks(rule: str, candidates, *, k: int, threshold: float):
 
     if rule == "retrieval":
         return [c for c in candidates if c.hit.score >= threshold][:k]
-    # the retrieval-stage threshold too: what synthesize_section's search applies before the quote checks
-    passed = [c for c in candidates if c.hit.score >= threshold]
-    return select_evidence(passed, k=k, min_score=threshold, named=rule == "quote+names")
+    # the threshold is the quotes' bar only: synthesize retrieves its candidates without a chunk-level one
+    return select_evidence(candidates, k=k, min_score=threshold, named=rule == "quote+names")
 
 
 def summarise(per_query: list[list[bool]]) -> dict:

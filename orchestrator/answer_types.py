@@ -72,6 +72,19 @@ _PLACE_Q = re.compile(
 )
 
 
+_QUESTION = re.compile(
+    r"^\s*(?:(?:in|on|at|to|for|from|by|of|with|since|during|until)\s+)?(?:who|whom|whose|what|which|when|where|why|"
+    r"how)\b|\?\s*$",
+    re.IGNORECASE,
+)
+
+
+def is_question(text: str) -> bool:
+    """Whether ``text`` is worded as a question (a wh-word first, or a question mark last), not as a claim or a
+    topic ("Aspirin lowers the risk of stroke", "Pricing")."""
+    return bool(_QUESTION.search(text))
+
+
 def expected_type(question: str) -> AnswerType | None:
     """The answer type ``question`` asks for (see the module table), or None when its wording names none."""
     q = " ".join(question.split())

@@ -6,6 +6,10 @@ Every sentence of the candidate chunks gets a *rank score* that fuses three kind
          + W_LEXICAL · bm25(sentence) / max bm25            exact terms of the question ("retail price", a name)
          + W_TYPE    · [carries the expected answer type]   answer_types: currency, date, number, person, place
 
+W_LEXICAL is W_LEXICAL_QUESTION for a section worded as a question (``answer_types.is_question``): the sentence
+that answers a question repeats its rare terms (the name, the thing measured) where the answer to a claim is
+more often a paraphrase.
+
 BM25 (k1 = 1.2, b = 0.75) is computed over the candidates' sentences (lower-cased words less stop words, a
 plural ``s`` folded), so its idf says which of the question's words are rare among the candidates. In each
 chunk the quote starts at its best sentence and **grows into the neighbouring sentence** (next first) when that
@@ -25,13 +29,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .answer_types import AnswerType, carries, expected_type
+from .answer_types import AnswerType, carries, expected_type, is_question
 from .relevance import STOP_WORDS
 
 if TYPE_CHECKING:
     from memory_store import Hit
 
 W_LEXICAL = 0.15
+# Exact terms weigh more when the section asks a question: SQuAD answer@1 0.762 -> 0.781 and precision +8 points
+# (0.25: 0.772), while 0.30 for claims lost SciFact p@1 (BENCHMARKS.md, "Evidence that answers").
+W_LEXICAL_QUESTION = 0.35
 W_TYPE = 0.10
 MAX_QUOTE_WORDS = 60
 # A quote shorter than this grows into its better-ranked neighbour: the sentence that matches the question best
@@ -238,6 +245,7 @@ def quote_hits(
     """Each hit's quote for ``question`` and the quote's score (the cosine of the quote, read under its heading,
     to the question). ``split`` gives a text's sentence spans."""
     kind: AnswerType | None = expected_type(question)
+    w_lexical = W_LEXICAL_QUESTION if is_question(question) else W_LEXICAL
     all_spans = [split(h.text) for h in hits]
     flat = [h.text[a:b] for h, spans in zip(hits, all_spans, strict=True) for a, b in spans]
     if not flat:
@@ -246,7 +254,7 @@ def quote_hits(
     lex = bm25_scores(question, flat)
     top = max(lex) if lex and max(lex) > 0 else 1.0
     typed = [carries(t, kind, question) for t in flat]
-    rank = [c + W_LEXICAL * b / top + (W_TYPE if ty else 0.0) for c, b, ty in zip(cos, lex, typed, strict=True)]
+    rank = [c + w_lexical * b / top + (W_TYPE if ty else 0.0) for c, b, ty in zip(cos, lex, typed, strict=True)]
     quotes, pos = [], 0
     for h, spans in zip(hits, all_spans, strict=True):
         end = pos + len(spans)

@@ -276,8 +276,10 @@ def evidence_candidates(
     quote_mode: str = "answer",
 ) -> list[Candidate]:
     """Retrieve a section's candidates, in retrieval order (all signature queries through one ``Memory.search``
-    call: fused with RRF before the optional rerank and MMR; each hit's cosine, best over the queries, meets
-    ``min_score``), and quote each one for the section's question: ``quote_mode="answer"`` (the default) ranks
+    call: fused with RRF before the optional rerank and MMR), and quote each one for the section's question.
+    ``min_score`` is the bar of the quotes (``select_evidence``), not of the chunks: a chunk whose whole text
+    is further from the question may hold the sentence that answers it (with ``quote_mode="legacy"`` each
+    hit's cosine, best over the queries, meets it, as in 918efa0). ``quote_mode="answer"`` (the default) ranks
     sentences by embedding, BM25 and answer type (orchestrator/quotes.py); ``"legacy"`` is the quote choice of
     918efa0 (closest sentence by cosine, kept for the benchmarks). ``vectors`` caches sentence vectors across
     the sections of one synthesis."""
@@ -292,11 +294,14 @@ def evidence_candidates(
             "mmr_lambda": retrieval.mmr_lambda,
         }
     opts.setdefault("candidates", CANDIDATES_PER_QUERY)
+    # the bar of the chunks: none on the answer path (SQuAD: the answer's chunk among the hits 0.892 -> 0.969
+    # with it gone; BENCHMARKS.md "Evidence that answers")
+    floor = min_score if quote_mode == "legacy" else None
     hits = memory.search(
-        queries[0], k=k * SPARE_CANDIDATES, min_score=min_score, subtree=subtree, extra_queries=queries[1:], **opts
+        queries[0], k=k * SPARE_CANDIDATES, min_score=floor, subtree=subtree, extra_queries=queries[1:], **opts
     )
-    if min_score is not None:
-        hits = [h for h in hits if h.score >= min_score]
+    if floor is not None:
+        hits = [h for h in hits if h.score >= floor]
     question = section.effective_question
     names = named_subjects(question)
 

@@ -52,6 +52,20 @@ def test_segmenter_knows_abbreviations_initials_decimals_quotes_and_list_items()
     assert [text[a:b] for a, b in split_sentences(text)] == ["A first one.", "And a second one!", "Third?"]
 
 
+def test_questions_are_told_from_claims_and_topics():
+    from orchestrator.answer_types import is_question
+
+    for q in (
+        "What is the retail price of the X1?",
+        "In which year did the bridge open",
+        "how many piers",
+        "Is it safe?",
+    ):
+        assert is_question(q), q
+    for t in ("Aspirin lowers the risk of stroke in adults.", "Pricing", "Whatever the weather, the ferry runs"):
+        assert not is_question(t), t
+
+
 def test_answer_type_cues():
     assert expected_type("How much does the X1 console cost?") == "currency"
     assert expected_type("What is the retail price of the X1?") == "currency"
@@ -135,8 +149,11 @@ class _Hit:
 )
 def test_quote_holds_the_answer_from_the_next_sentence(embedder, question, chunk, answer):
     hits = [_Hit(chunk)]
-    (quote, score), = quote_hits(
-        question, hits, SentenceVectors(embedder), embedder.embed_queries([question])[0],
+    ((quote, score),) = quote_hits(
+        question,
+        hits,
+        SentenceVectors(embedder),
+        embedder.embed_queries([question])[0],
         split=split_sentences,
     )
     assert answer in quote.quote, quote
@@ -152,8 +169,11 @@ def test_a_headline_is_quoted_when_it_holds_the_answer(embedder):
         "Acme today unveiled its new console, the X1, with a matte finish and two terabytes of storage. "
         "Pre-orders open next week in most countries."
     )
-    (quote, _), = quote_hits(
-        question, [_Hit(chunk)], SentenceVectors(embedder), embedder.embed_queries([question])[0],
+    ((quote, _),) = quote_hits(
+        question,
+        [_Hit(chunk)],
+        SentenceVectors(embedder),
+        embedder.embed_queries([question])[0],
         split=split_sentences,
     )
     assert quote.is_heading and quote.quote == "Acme X1 console costs $499"
@@ -166,8 +186,12 @@ def _cand(quote, rank, url, score=0.6):
 def test_retrieval_order_breaks_near_ties_of_the_quote_rank():
     # retrieval's first chunk quotes a little less well than its fourth: retrieval judged the whole chunk, so the
     # first stays first; a fourth chunk whose quote is far better comes first
-    quotes = [("Aspirin lowered the risk of stroke in the trial.", 0.70), ("Stroke risk fell with aspirin.", 0.72),
-              ("Trials of many drugs were run.", 0.60), ("Aspirin and stroke were both studied here.", 0.74)]
+    quotes = [
+        ("Aspirin lowered the risk of stroke in the trial.", 0.70),
+        ("Stroke risk fell with aspirin.", 0.72),
+        ("Trials of many drugs were run.", 0.60),
+        ("Aspirin and stroke were both studied here.", 0.74),
+    ]
     cands = [
         Candidate(_Hit(q, f"https://s{i}.example/"), Quote(q, rank=r), 0.6, True, candidate_rank(r, i))
         for i, (q, r) in enumerate(quotes)
@@ -206,14 +230,23 @@ def test_two_pages_with_the_same_fact_give_one_block_with_two_sources(brt_home, 
     filler = " ".join(f"Unrelated sentence number {i} talks about gardening and the weather." for i in range(3))
     mem.add_many(
         [
-            {"url": "https://one.example/x1", "text": "Acme X1 review\nThe Acme X1 console will retail for $499 "
-             "in the United States from March. " + filler, "last_updated": "2025-01-02"},
-            {"url": "https://two.example/x1", "text": "Acme news\nFrom March, the Acme X1 console will retail in "
-             "the United States for $499. " + filler, "last_updated": "2025-01-03"},
+            {
+                "url": "https://one.example/x1",
+                "text": "Acme X1 review\nThe Acme X1 console will retail for $499 "
+                "in the United States from March. " + filler,
+                "last_updated": "2025-01-02",
+            },
+            {
+                "url": "https://two.example/x1",
+                "text": "Acme news\nFrom March, the Acme X1 console will retail in "
+                "the United States for $499. " + filler,
+                "last_updated": "2025-01-03",
+            },
         ]
     )
-    result = synthesize_section(mem, Section(title="Price", question="How much will the Acme X1 console cost?"),
-                                k=5, min_score=0.35)
+    result = synthesize_section(
+        mem, Section(title="Price", question="How much will the Acme X1 console cost?"), k=5, min_score=0.35
+    )
     assert len(result.blocks) == 1, [b.markdown for b in result.blocks]
     block = result.blocks[0]
     assert "$499" in block.quote
@@ -225,8 +258,10 @@ def test_two_pages_with_the_same_fact_give_one_block_with_two_sources(brt_home, 
 def test_lead_recovered_from_json_ld():
     from orchestrator.harvest.extract import extract_page
 
-    lead = ("Acme today cut the price of its X1 console to 399 dollars in all markets, a drop of one hundred "
-            "dollars that takes effect on Monday.")
+    lead = (
+        "Acme today cut the price of its X1 console to 399 dollars in all markets, a drop of one hundred "
+        "dollars that takes effect on Monday."
+    )
     body = "".join(
         f"<p>Paragraph {i} of the story goes on about the console market, its rivals and the holiday season "
         "that analysts expect to be busy this year.</p>"
@@ -245,3 +280,32 @@ def test_lead_recovered_from_json_ld():
     teaser = html.replace(f'<div class="byline"><p>{lead}</p>', '<div class="byline"><p>By the desk.</p>')
     page = extract_page(teaser, "https://news.example/x1")
     assert page is not None and page.lead_recovered is None and lead not in page.text
+
+
+def test_the_bar_is_the_quotes_not_the_chunks(brt_home, embedder):
+    # the answer stands in a long chunk about other things: the whole chunk is far from the question (cosine
+    # under min_score), its sentence is close; min_score is the bar of the quote, so the block is there. An
+    # unrelated question still gets a Gap.
+    from memory_store import Memory
+    from orchestrator.charter import Section
+    from orchestrator.synthesize import synthesize_section
+
+    filler = (
+        "The island has a small harbour used by fishing boats. Sheep graze on the western slopes, and a ferry "
+        "calls twice a week in summer. The chapel on the hill dates from the twelfth century and was restored in "
+        "1890. Puffins nest on the northern cliffs from April to August. The school closed when the last family "
+        "with children moved to the mainland. "
+    )
+    answer = "The keeper of the lighthouse was paid 40 pounds a year."
+    mem = Memory("evidence_bar")
+    mem.add_many([{"url": "https://isle.example/guide", "text": filler + answer + " " + filler}])
+    question = "What was the salary of the lighthouse keeper?"
+    (chunk,) = mem.search(question, k=1)
+    assert chunk.score < 0.35  # the chunk alone would not pass
+    result = synthesize_section(mem, Section(title="Salary", question=question), k=5, min_score=0.35)
+    assert [b.url for b in result.blocks] == ["https://isle.example/guide"]
+    assert "40 pounds" in result.blocks[0].quote and result.blocks[0].score >= 0.35
+    off_topic = synthesize_section(
+        mem, Section(title="Cup", question="Who won the 1998 football world cup?"), k=5, min_score=0.35
+    )
+    assert not off_topic.blocks and off_topic.gaps
