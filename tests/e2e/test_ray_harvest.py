@@ -326,6 +326,18 @@ def test_brt_harvest_joins_a_running_ray_cluster_by_address(hosts_site, make_cha
     blocks = synthesize(charter, out=tmp_path / "cluster.md").sections[0].blocks
     assert blocks and blocks[0].url == site.article_url(7) and "Saint" in blocks[0].quote
 
+    # `--ray auto` on a node of the cluster (RAY_ADDRESS names it, as `ray start` tells its users): a plain driver
+    _charter(make_charter, site, "ray_cluster_auto", concurrency=2, path="auto.yaml")
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "harvest", str(tmp_path / "auto.yaml"), "--ray", "auto", "--json"],
+        env={**env, "RAY_ADDRESS": ray_cluster["gcs"]},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert {p.url for p in Memory("ray_cluster_auto").pages()} == expected
+
 
 def test_a_ray_harvest_killed_9_resumes(hosts_site, make_charter, brt_home, tmp_path):
     # kill -9 of the driver (`brt harvest --ray`) mid-run: the local Ray instance it started goes with it, nothing
