@@ -18,9 +18,11 @@ Ray is imported here only, and only when a harvest on Ray starts (``pip install 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
+import time
 import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -126,11 +128,34 @@ def _connect(ray: Any, address: str | None, opts: RayOptions) -> bool:
                 configure_logging=False,
             )
         else:
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
+            _join(ray, address)
     except Exception as exc:  # Ray's own errors: a cluster that is not there, a bad address
         what = "start a local Ray instance" if local else f"connect to Ray at {address}"
         raise RayUnavailable(f"cannot {what}: {first_line(exc)}") from exc
     return True
+
+
+#: Attempts to connect through Ray Client: its server starts a process per client, which now and then fails to
+#: come up on a loaded head node ("Initialization failure from server"); a new attempt gets a new one.
+CLIENT_ATTEMPTS = 3
+
+
+def _join(ray: Any, address: str) -> None:
+    """Join a running cluster as a driver (``auto``, a GCS address) or a Ray Client (``ray://``)."""
+    attempts = CLIENT_ATTEMPTS if address.startswith("ray://") else 1
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+            return
+        except ConnectionError as exc:
+            if attempt == attempts:
+                raise
+            logger.warning(
+                "Ray Client at %s: %s; connecting again (%d/%d)", address, first_line(exc), attempt + 1, attempts
+            )
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            time.sleep(2.0 * attempt)
 
 
 def _actor_options(num_cpus: float, env: dict[str, str] | None, **more: Any) -> dict[str, Any]:

@@ -328,3 +328,31 @@ def test_a_lost_script_context_navigates_again():
     with pytest.raises(DevtoolsMcpError, match="ReferenceError"):
         asyncio.run(browser.open("http://127.0.0.1/m", 5))
     assert browser.calls == ["navigate_page", "evaluate_script"]
+
+
+def test_a_ray_client_connection_the_server_failed_to_start_is_tried_again(monkeypatch):
+    from orchestrator.harvest import ray_engine
+
+    class FakeRay:  # only the connection logic is under test here; a real cluster is joined in tests/e2e
+        def __init__(self, failures: int):
+            self.failures, self.calls, self.shutdowns = failures, [], 0
+
+        def init(self, address, **_):
+            self.calls.append(address)
+            if len(self.calls) <= self.failures:
+                raise ConnectionAbortedError("Initialization failure from server:\n")
+
+        def shutdown(self):
+            self.shutdowns += 1
+
+    monkeypatch.setattr(ray_engine.time, "sleep", lambda s: None)
+    ray = FakeRay(failures=2)
+    ray_engine._join(ray, "ray://head:10001")
+    assert ray.calls == ["ray://head:10001"] * 3 and ray.shutdowns == 2
+    ray = FakeRay(failures=3)
+    with pytest.raises(ConnectionAbortedError):
+        ray_engine._join(ray, "ray://head:10001")
+    ray = FakeRay(failures=1)  # a GCS address or auto: one attempt, the error as it is
+    with pytest.raises(ConnectionAbortedError):
+        ray_engine._join(ray, "auto")
+    assert ray.calls == ["auto"]
