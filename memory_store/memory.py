@@ -372,8 +372,16 @@ class Memory:
         store = self._store
         if store.text_index_current():
             return
-        with self.write_lock():
-            store.ensure_indexes(fold_all=True)
+        missing = not store.has_fts_index()
+        try:
+            with self.write_lock():
+                store.ensure_indexes(fold_all=True)
+        except (MemoryStoreError, OSError) as exc:
+            if missing:
+                raise
+            # a store this process may not write (read-only files, a writer holding the lock too long): search
+            # as it is; rows written since the index was built are scanned, with their own BM25 statistics
+            log.warning("full-text index of %s not brought up to date before searching: %s", self.charter_id, exc)
 
     def _search_subtree(
         self,

@@ -379,3 +379,35 @@ def test_vector_index_built_past_its_row_count(tmp_path, monkeypatch):
     hits = st.search(q / np.linalg.norm(q), 5, with_vectors=True)
     assert hits[0]["id"] == "c7" and hits[0]["embedding"].shape == (384,)
     assert [h["id"] for h in st.search(q, 3, ["c7", "c8"])][0] == "c7"
+
+
+def test_search_goes_on_when_the_index_cannot_be_brought_up_to_date(brt_home, embedder, monkeypatch):
+    # another process holds the store's write lock past the timeout: the search does not fail, it searches the
+    # index as it is (the rows written since it was built are scanned)
+    import subprocess
+    import sys
+
+    mem = Memory("fold_locked")
+    mem.add("https://ex.example/a", "The quartermaster logged the zephyrine shipment at dawn.")
+    mem.add("https://ex.example/b", "Obsidian lanterns hang in the lighthouse.")
+    assert not mem._store.text_index_current()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from memory_store import Memory; m = Memory('fold_locked')\n"
+            "with m.write_lock():\n    print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        monkeypatch.setenv("BRT_LOCK_TIMEOUT", "1")
+        assert _urls(Memory("fold_locked").search("obsidian lanterns", k=3, mode="bm25")) == ["https://ex.example/b"]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not mem._store.text_index_current()
+    assert _urls(Memory("fold_locked").search("obsidian lanterns", k=3, mode="bm25")) == ["https://ex.example/b"]
+    assert mem._store.text_index_current()
