@@ -379,8 +379,7 @@ class Memory:
         except (MemoryStoreError, OSError) as exc:
             if missing:
                 raise
-            # a store this process may not write (read-only files, a writer holding the lock too long): search
-            # as it is; rows written since the index was built are scanned, with their own BM25 statistics
+            # not writable here (read-only files, a writer holding the lock too long): search the index as it is
             log.warning("full-text index of %s not brought up to date before searching: %s", self.charter_id, exc)
 
     def _search_subtree(

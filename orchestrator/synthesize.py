@@ -331,6 +331,11 @@ def evidence_candidates(
 # 0.35 is the narrowest margin that kept every SciFact claim's support (0.30 lost one of 300, 0.15 five).
 RETRIEVAL_PRIOR = 0.05
 RANK_MARGIN = 0.35
+# Candidates are retrieved without min_score (a far chunk may hold the answering sentence), but a quote from a
+# chunk that misses min_score as a whole must clear it by this much: a sentence that merely brushes the bar in
+# an off-topic chunk is a coincidence of wording, not evidence (the demo's HTTP/3 section; SQuAD unanswerable
+# questions: Gap rate 0.053 with 0, 0.133 with 0.10, 0.173 with the chunk bar; BENCHMARKS.md).
+FAR_CHUNK_MARGIN = 0.10
 
 
 def candidate_rank(quote_rank: float, position: int) -> float:
@@ -342,12 +347,13 @@ def candidate_rank(quote_rank: float, position: int) -> float:
 def select_evidence(
     candidates: list[Candidate], *, k: int, min_score: float, named: bool = True, margin: float | None = RANK_MARGIN
 ) -> list[Candidate]:
-    """The evidence among ``candidates`` (in retrieval order): those whose quote score meets ``min_score``;
+    """The evidence among ``candidates`` (in retrieval order): those whose quote score meets ``min_score`` (and
+    ``min_score + FAR_CHUNK_MARGIN`` when the chunk as a whole does not);
     when the first of them names what the question names (``named``), only those that do; best rank first
     (retrieval order among equals); only those within ``margin`` of the best rank (None: no margin); a quote
     stating the same facts as an earlier one (``quotes.same_facts``) is merged into it (``also``) instead of
     repeated. At most ``k``."""
-    kept = [c for c in candidates if c.score >= min_score]
+    kept = [c for c in candidates if c.score >= min_score + (0.0 if c.hit.score >= min_score else FAR_CHUNK_MARGIN)]
     # Anchored on the first candidate: when retrieval's best page never names it, the sources may word the name
     # otherwise, and nothing is dropped. On SciFact the anchored check keeps p@1 and raises precision; dropping
     # unnamed pages whenever any page names it lost more supported claims (BENCHMARKS.md).

@@ -309,3 +309,25 @@ def test_the_bar_is_the_quotes_not_the_chunks(brt_home, embedder):
         mem, Section(title="Cup", question="Who won the 1998 football world cup?"), k=5, min_score=0.35
     )
     assert not off_topic.blocks and off_topic.gaps
+
+
+def test_a_quote_from_a_far_chunk_must_clear_the_bar_by_a_margin():
+    from orchestrator.synthesize import FAR_CHUNK_MARGIN
+
+    near = Candidate(
+        _Hit("CrUX reports data per URL.", "https://a.example/1", score=0.40),
+        Quote("CrUX reports data per URL.", rank=0.9),
+        0.37,
+        True,
+        0.9,
+    )
+    far = Candidate(
+        _Hit("CrUX reports data per origin.", "https://b.example/2", score=0.30),
+        Quote("CrUX reports data per origin.", rank=0.9),
+        0.37,
+        True,
+        0.9,
+    )
+    assert select_evidence([near, far], k=5, min_score=0.35) == [near]
+    far.score = 0.35 + FAR_CHUNK_MARGIN
+    assert select_evidence([far], k=5, min_score=0.35) == [far]
