@@ -311,16 +311,18 @@ class DevtoolsMcpBrowser:
     async def open(self, url: str, timeout_s: float) -> tuple[Navigation, dict[str, Any]]:
         """Navigate to ``url`` and read the page's facts (``INFO_JS``). When the evaluation still times out
         after its retry, the new document's script context was lost (puppeteer waits for it in vain, seen
-        once in CI): navigate once more, which makes a fresh context."""
+        in CI, also twice in a row on a loaded machine): navigate again, which makes a fresh context, at most
+        ``NEW_CONTEXT_NAVIGATIONS`` times."""
         nav = await self.navigate(url, timeout_s)
-        try:
-            info = await self.evaluate(INFO_JS)
-        except DevtoolsMcpError as exc:
-            if "timed out" not in str(exc).lower():
-                raise
-            logger.warning("%s: no script context after navigating to %s (%s); navigating again", PACKAGE, url, exc)
-            nav = await self.navigate(url, timeout_s)
-            info = await self.evaluate(INFO_JS)
+        for again in range(NEW_CONTEXT_NAVIGATIONS + 1):
+            try:
+                info = await self.evaluate(INFO_JS)
+                break
+            except DevtoolsMcpError as exc:
+                if "timed out" not in str(exc).lower() or again == NEW_CONTEXT_NAVIGATIONS:
+                    raise
+                logger.warning("%s: no script context after navigating to %s (%s); navigating again", PACKAGE, url, exc)
+                nav = await self.navigate(url, timeout_s)
         return nav, info if isinstance(info, dict) else {}
 
     async def document_requests(self) -> list[str]:
@@ -336,6 +338,10 @@ class DevtoolsMcpBrowser:
             if len(parts) >= 3 and parts[0].startswith("reqid="):
                 urls.append(parts[2])
         return urls
+
+
+#: Navigations made again when a page's script context does not come up (see ``DevtoolsMcpBrowser.open``).
+NEW_CONTEXT_NAVIGATIONS = 2
 
 
 def _parse_json_output(text: str) -> Any:
