@@ -17,7 +17,11 @@ from orchestrator.harvest.launch import find_browser
 from orchestrator.harvest.net.guard import NetGuard, classify_ip, parse_resolver_rules
 from orchestrator.harvest.net.politeness import MAX_BACKOFF_S, Politeness, RobotsRules, backoff_delay, parse_retry_after
 from orchestrator.harvest.net.urls import canonical_url, filter_links
-from orchestrator.harvest.readers.devtools_mcp.client import DevtoolsMcpBrowser, allowed_url_patterns
+from orchestrator.harvest.readers.devtools_mcp.client import (
+    NEW_CONTEXT_NAVIGATIONS,
+    DevtoolsMcpBrowser,
+    allowed_url_patterns,
+)
 from orchestrator.harvest.summary import format_summary, summarize
 
 
@@ -319,10 +323,14 @@ def test_a_lost_script_context_navigates_again():
     assert nav.ok and got == {"url": "http://127.0.0.1/m", "status": 404}
     assert browser.calls == ["navigate_page", "evaluate_script", "evaluate_script", "navigate_page", "evaluate_script"]
 
-    browser = _ScriptedMcp([lost, lost, lost, lost])  # still lost after navigating again: the page fails
+    browser = _ScriptedMcp([lost] * 4 + [info])  # lost again after the first new navigation: a second one
+    nav, got = asyncio.run(browser.open("http://127.0.0.1/m", 5))
+    assert got["status"] == 404 and browser.calls.count("navigate_page") == 3
+
+    browser = _ScriptedMcp([lost] * 6)  # still lost after navigating again twice: the page fails
     with pytest.raises(DevtoolsMcpError, match="Timed out"):
         asyncio.run(browser.open("http://127.0.0.1/m", 5))
-    assert browser.calls.count("navigate_page") == 2
+    assert browser.calls.count("navigate_page") == 1 + NEW_CONTEXT_NAVIGATIONS
 
     browser = _ScriptedMcp([(True, "Error: ReferenceError: x is not defined")])  # other errors: no second try
     with pytest.raises(DevtoolsMcpError, match="ReferenceError"):
