@@ -53,7 +53,9 @@ def rule_blocks(rule: str, candidates, *, k: int, threshold: float):
     from orchestrator.synthesize import select_evidence
 
     if rule == "retrieval":
-        return [c for c in candidates if c.hit.score >= threshold][:k]
+        # one per chunk: a chunk's second quote comes right after its first
+        firsts = [c for i, c in enumerate(candidates) if i == 0 or candidates[i - 1].hit is not c.hit]
+        return [c for c in firsts if c.hit.score >= threshold][:k]
     # the threshold is the quotes' bar only: synthesize retrieves its candidates without a chunk-level one
     return select_evidence(candidates, k=k, min_score=threshold, named=rule == "quote+names")
 

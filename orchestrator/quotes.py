@@ -16,7 +16,10 @@ chunk the quote starts at its best sentence and **grows into the neighbouring se
 one carries the expected type and the best one does not, then into its better-ranked neighbours while it is
 shorter than MIN_QUOTE_WORDS (the answer often stands beside the sentence that restates the question). A heading
 or headline line is quoted (marked ``heading``) only when it carries the expected type and out-ranks the chunk's
-prose. Sentence vectors are cached by text (``SentenceVectors``) so one synthesis never embeds a sentence twice,
+prose. For a question, a chunk offers a **second quote** when another of its passages, apart from the first
+quote, ranks within SECOND_QUOTE_MARGIN of it: the answer may stand three sentences from the one that restates
+the question; the two are separate blocks of one page (``select_evidence`` holds each to the section's bars). Sentence vectors
+are cached by text (``SentenceVectors``) so one synthesis never embeds a sentence twice,
 and embedded in one batch.
 """
 
@@ -45,6 +48,11 @@ MAX_QUOTE_WORDS = 60
 # often restates its subject while the next (or previous) one holds the answer. 40 words (about two sentences)
 # measured against 15, 25 and 30 on SQuAD and SciFact (BENCHMARKS.md, "Evidence that answers").
 MIN_QUOTE_WORDS = 40
+# A chunk's second quote (sections worded as a question only) must rank within this of its first: SQuAD
+# answer@k 0.846 -> 0.880 for 1.84 -> 2.11 blocks per question (0.3: 0.886, 2.24 blocks; 0.4: 0.889, 2.29).
+# A claim is matched by the passage that states it: on SciFact second quotes raised blocks per claim 2.07 -> 2.45
+# and lost one supported claim (BENCHMARKS.md).
+SECOND_QUOTE_MARGIN = 0.20
 HEADING_MARGIN = 0.05  # a heading this much above every sentence quotes the prose under it
 
 
@@ -141,6 +149,7 @@ class Quote:
     is_heading: bool = False  # the quote is itself a heading/headline that states the answer
     rank: float = 0.0  # best rank score among its sentences
     carries_type: bool = False
+    sentences: tuple[int, int] = (0, -1)  # the chunk's first and last sentence in the quote (spans' indices)
 
     @property
     def in_context(self) -> str:
@@ -158,13 +167,14 @@ def choose_span(
     *,
     typed: list[bool],
     want_type: bool = False,
+    barred: range = range(0),
 ) -> Quote:
     """The quote of one chunk: its best-ranked prose sentence, grown into a neighbour that carries the expected
     type when the best one does not, and with its better-ranked neighbours while the quote is under
     MIN_QUOTE_WORDS words; never across a heading or from one list item into the next; at most MAX_QUOTE_WORDS
     words. A heading is quoted itself only when it carries the expected type and
     out-ranks every sentence; a heading that out-ranks every sentence by HEADING_MARGIN otherwise points at the
-    prose under it (the quote then ranks as its heading)."""
+    prose under it (the quote then ranks as its heading). Sentences in ``barred`` (another quote's) are left out."""
     if not spans:
         words = text.split()
         return Quote(" ".join(words[:MAX_QUOTE_WORDS]) + (" …" if len(words) > MAX_QUOTE_WORDS else ""))
@@ -176,14 +186,15 @@ def choose_span(
         owner.append(current)
         if h:
             current = i
-    prose = [i for i in range(len(spans)) if not heading[i]]
-    best = max(prose or range(len(spans)), key=lambda i: rank[i])
-    titled = [i for i in range(len(spans)) if heading[i] and typed[i]]
+    free = [i for i in range(len(spans)) if i not in barred]
+    prose = [i for i in free if not heading[i]]
+    best = max(prose or free, key=lambda i: rank[i])
+    titled = [i for i in free if heading[i] and typed[i]]
     if want_type and titled:
         top = max(titled, key=lambda i: rank[i])
         if not prose or rank[top] > rank[best]:
             h_text = _collapse(text[spans[top][0] : spans[top][1]])
-            return Quote(h_text, None, False, True, rank[top], True)
+            return Quote(h_text, None, False, True, rank[top], True, (top, top))
     by_heading, heading_rank = False, None
     if prose:
         best, top_h = prose_under_top_heading(prose, owner, heading, best, lambda i: rank[i])
@@ -195,7 +206,7 @@ def choose_span(
         return len(text[spans[a][0] : spans[b][1]].split())
 
     def joinable(j: int, into_next: bool) -> bool:
-        if heading[j]:
+        if heading[j] or j in barred:
             return False
         return not item[j] if into_next else not item[lo]
 
@@ -231,7 +242,25 @@ def choose_span(
     best_rank = max(rank[lo : hi + 1])
     if heading_rank is not None:
         best_rank = max(best_rank, heading_rank)
-    return Quote(quote, context, by_heading, False, best_rank, has_type or any(typed[lo : hi + 1]))
+    return Quote(quote, context, by_heading, False, best_rank, has_type or any(typed[lo : hi + 1]), (lo, hi))
+
+
+def second_span(
+    text: str,
+    spans: list[tuple[int, int]],
+    rank: list[float],
+    *,
+    typed: list[bool],
+    want_type: bool,
+    first: Quote,
+) -> Quote | None:
+    """The chunk's second quote: chosen as ``choose_span`` chooses, among the sentences outside ``first`` and
+    never growing into it, when the best of them ranks within SECOND_QUOTE_MARGIN of ``first``; else None."""
+    barred = range(first.sentences[0], first.sentences[1] + 1)
+    rest = [i for i in range(len(spans)) if i not in barred]
+    if not barred or not rest or max(rank[i] for i in rest) < first.rank - SECOND_QUOTE_MARGIN:
+        return None
+    return choose_span(text, spans, rank, typed=typed, want_type=want_type, barred=barred)
 
 
 def quote_hits(
@@ -241,29 +270,33 @@ def quote_hits(
     qvec: Any,
     *,
     split: Any,
-) -> list[tuple[Quote, float]]:
-    """Each hit's quote for ``question`` and the quote's score (the cosine of the quote, read under its heading,
-    to the question). ``split`` gives a text's sentence spans."""
+) -> list[list[tuple[Quote, float]]]:
+    """Each hit's quotes for ``question`` (its best, then for a question a second one when ``second_span`` finds
+    one), each with its score (the cosine of the quote, read under its heading, to the question). ``split``
+    gives a text's sentence spans."""
     kind: AnswerType | None = expected_type(question)
-    w_lexical = W_LEXICAL_QUESTION if is_question(question) else W_LEXICAL
+    asks = is_question(question)
+    w_lexical = W_LEXICAL_QUESTION if asks else W_LEXICAL
     all_spans = [split(h.text) for h in hits]
     flat = [h.text[a:b] for h, spans in zip(hits, all_spans, strict=True) for a, b in spans]
     if not flat:
-        return []
+        return [[] for _ in hits]
     cos = (vectors(flat) @ qvec).tolist()
     lex = bm25_scores(question, flat)
     top = max(lex) if lex and max(lex) > 0 else 1.0
     typed = [carries(t, kind, question) for t in flat]
     rank = [c + w_lexical * b / top + (W_TYPE if ty else 0.0) for c, b, ty in zip(cos, lex, typed, strict=True)]
-    quotes, pos = [], 0
+    per_hit: list[list[Quote]] = []
+    pos = 0
     for h, spans in zip(hits, all_spans, strict=True):
         end = pos + len(spans)
-        quotes.append(
-            choose_span(h.text, spans, rank[pos:end], typed=typed[pos:end], want_type=kind is not None)
-        )
+        args = (h.text, spans, rank[pos:end])
+        first = choose_span(*args, typed=typed[pos:end], want_type=kind is not None)
+        second = second_span(*args, typed=typed[pos:end], want_type=kind is not None, first=first) if asks else None
+        per_hit.append([first] if second is None else [first, second])
         pos = end
-    scores = (vectors([q.in_context for q in quotes]) @ qvec).tolist()
-    return list(zip(quotes, scores, strict=True))
+    scores = iter((vectors([q.in_context for qs in per_hit for q in qs]) @ qvec).tolist())
+    return [[(q, next(scores)) for q in qs] for qs in per_hit]
 
 
 # -- one block per fact -------------------------------------------------------------------------------------

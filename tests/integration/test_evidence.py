@@ -9,7 +9,16 @@ import pytest
 
 from memory_store.sentences import sentences
 from orchestrator.answer_types import carries, expected_type
-from orchestrator.quotes import MIN_QUOTE_WORDS, Quote, SentenceVectors, choose_span, quote_hits, same_facts
+from orchestrator.quotes import (
+    MIN_QUOTE_WORDS,
+    SECOND_QUOTE_MARGIN,
+    Quote,
+    SentenceVectors,
+    choose_span,
+    quote_hits,
+    same_facts,
+    second_span,
+)
 from orchestrator.synthesize import Candidate, candidate_rank, select_evidence, split_sentences
 
 
@@ -110,6 +119,33 @@ def test_quote_grows_into_the_neighbour_that_carries_the_expected_type_unit():
     assert q.quote == short  # under MIN_QUOTE_WORDS: grown into its neighbours, best-ranked first
 
 
+def test_a_chunk_offers_a_second_quote_apart_from_its_first_unit():
+    text = (
+        "The X1 console ships in matte black with two terabytes of storage and two wireless controllers. "
+        "It comes with a vertical stand, a charging dock, a headset and a remote in one sturdy box. "
+        "Reviewers praised the quiet fan and the fast menus across the whole of its first week on sale. "
+        "Stock was short in most countries, and the queues outside the shops were long on launch day. "
+        "It retails for $499 in the United States and for 549 euros in most of Europe."
+    )
+    spans = split_sentences(text)
+    rank = [0.8, 0.3, 0.2, 0.1, 0.65]
+    first = choose_span(text, spans, rank, typed=[False] * 5, want_type=False)
+    assert first.sentences == (0, 2)  # grown into its neighbours up to MIN_QUOTE_WORDS
+    second = second_span(text, spans, rank, typed=[False] * 5, want_type=False, first=first)
+    # its best passage, grown towards MIN_QUOTE_WORDS but never into the first quote
+    assert second is not None and second.sentences == (3, 4) and "$499" in second.quote
+    assert second.rank == 0.65 and second.quote.startswith("Stock was short")
+    # a passage ranked further than SECOND_QUOTE_MARGIN below the first is no second quote
+    far = [0.8, 0.3, 0.2, 0.1, 0.8 - SECOND_QUOTE_MARGIN - 0.01]
+    assert second_span(text, spans, far, typed=[False] * 5, want_type=False, first=first) is None
+    # a chunk the first quote covers whole has none
+    two = "The X1 console ships in black. It retails for $499."
+    spans2 = split_sentences(two)
+    first2 = choose_span(two, spans2, [0.8, 0.7], typed=[False, False], want_type=False)
+    assert first2.sentences == (0, 1)
+    assert second_span(two, spans2, [0.8, 0.7], typed=[False, False], want_type=False, first=first2) is None
+
+
 class _Hit:
     def __init__(self, text, url="https://news.example/a", score=0.6):
         self.text = text
@@ -149,7 +185,7 @@ class _Hit:
 )
 def test_quote_holds_the_answer_from_the_next_sentence(embedder, question, chunk, answer):
     hits = [_Hit(chunk)]
-    ((quote, score),) = quote_hits(
+    ((quote, score), *_), = quote_hits(  # one hit: its first quote
         question,
         hits,
         SentenceVectors(embedder),
@@ -169,7 +205,7 @@ def test_a_headline_is_quoted_when_it_holds_the_answer(embedder):
         "Acme today unveiled its new console, the X1, with a matte finish and two terabytes of storage. "
         "Pre-orders open next week in most countries."
     )
-    ((quote, _),) = quote_hits(
+    ((quote, _), *_), = quote_hits(
         question,
         [_Hit(chunk)],
         SentenceVectors(embedder),
@@ -177,6 +213,33 @@ def test_a_headline_is_quoted_when_it_holds_the_answer(embedder):
         split=split_sentences,
     )
     assert quote.is_heading and quote.quote == "Acme X1 console costs $499"
+
+
+_BRIDGE = (
+    "The Harbour Bridge in Norrvik is a steel arch bridge that carries road and rail traffic across the harbour to "
+    "the northern shore. The bridge was opened in 1932 after eight years of construction, and it remains the widest "
+    "long-span bridge in the region. Its granite pylons were quarried near the town of Moruya and shipped north by "
+    "boat. The city council later added a walkway for visitors along the eastern side of the arch. Sixteen workers "
+    "died during its construction, most of them in falls from the arch."
+)
+
+
+def test_the_answer_three_sentences_from_the_restating_one_is_a_second_block(embedder):
+    question = "How many workers died building the Harbour Bridge in Norrvik?"
+    hit = _Hit(_BRIDGE)
+    quoted = quote_hits(
+        question, [hit], SentenceVectors(embedder), embedder.embed_queries([question])[0], split=split_sentences
+    )
+    (first, _), (second, _) = quoted[0]
+    assert "Sixteen workers died" not in first.quote and "Sixteen workers died" in second.quote
+    cands = [Candidate(hit, q, score, True, candidate_rank(q.rank, 0)) for q, score in quoted[0]]
+    blocks = select_evidence(cands, k=5, min_score=0.35)
+    assert any("Sixteen workers died" in c.choice.quote for c in blocks)
+    # a claim is matched by the passage that states it: one quote per chunk
+    claim = "Sixteen workers died building the Harbour Bridge in Norrvik."
+    ((only,),) = quote_hits(
+        claim, [hit], SentenceVectors(embedder), embedder.embed_queries([claim])[0], split=split_sentences
+    )
 
 
 def _cand(quote, rank, url, score=0.6):
