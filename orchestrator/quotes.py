@@ -18,9 +18,9 @@ shorter than MIN_QUOTE_WORDS (the answer often stands beside the sentence that r
 or headline line is quoted (marked ``heading``) only when it carries the expected type and out-ranks the chunk's
 prose. For a question, a chunk offers a **second quote** when another of its passages, apart from the first
 quote, ranks within SECOND_QUOTE_MARGIN of it: the answer may stand three sentences from the one that restates
-the question; the two are separate blocks of one page (``select_evidence`` holds each to the section's bars). Sentence vectors
-are cached by text (``SentenceVectors``) so one synthesis never embeds a sentence twice,
-and embedded in one batch.
+the question; the two are separate blocks of one page (``select_evidence`` holds each to the section's bars).
+Sentence vectors are cached by text (``SentenceVectors``) so one synthesis never embeds a sentence twice, and
+embedded in one batch.
 """
 
 from __future__ import annotations

@@ -137,6 +137,11 @@ def crashed_attempt(event: Any, attempts_before: int, kind: CrashKind, error: Ba
         entry["reason"] = reason
         entry["outcome"] = "failed"
         return
+    failed_attempt(event, reason, first_line(error) if error is not None else None)
+
+
+def failed_attempt(event: Any, reason: str, error: str | None) -> None:
+    """Record in ``event.attempts`` an attempt that failed before the page answered (no status, no time)."""
     event.attempts.append(
         {
             "attempt": len(event.attempts) + 1,
@@ -144,7 +149,7 @@ def crashed_attempt(event: Any, attempts_before: int, kind: CrashKind, error: Ba
             "status": None,
             "outcome": "failed",
             "reason": reason,
-            "error": first_line(error) if error is not None else None,
+            "error": error,
             "s": 0.0,
         }
     )

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import BrowserNotFound, HarvestError, RayUnavailable, RayWorkerLost, first_line
+from .crash import failed_attempt
 from .har import har_name, mark_incomplete
 from .models import HarvestEvent
 from .ray_worker import BrowserWorker, EmbedWorker, VisitResult, WorkerClosed
@@ -452,19 +453,7 @@ def _take(event: HarvestEvent, settled: HarvestEvent) -> None:
 
 
 def _lost_attempt(event: HarvestEvent, index: int, exc: BaseException) -> None:
-    import time
-
-    event.attempts.append(
-        {
-            "attempt": len(event.attempts) + 1,
-            "at": round(time.time(), 3),
-            "status": None,
-            "outcome": "failed",
-            "reason": WORKER_LOST,
-            "error": f"worker {index}: {first_line(exc)}",
-            "s": 0.0,
-        }
-    )
+    failed_attempt(event, WORKER_LOST, f"worker {index}: {first_line(exc)}")
 
 
 def _remove_workdir(info: dict[str, Any]) -> None:
