@@ -265,15 +265,9 @@ class Crawl(ReadingHost):
         fetched_at: str,
     ) -> tuple[list[str], bool]:
         """max_pages, then the hand-off of an extracted page to the writer (wherever it was read)."""
-        final_url = extracted.url
-        if not await self._room_for(event, final_url):  # max_pages is the store's total (limits.py)
-            self.finish(event, "skipped", self.budget.max_pages_reason())
-            return links, False
-        if self.budget.stop_reason and self.budget.stop_reason.startswith("disk full"):
-            self.budget.release(event.replaces)
-            self.finish(event, "failed", f"not stored: the harvest stopped ({self.budget.stop_reason})")
-            return [], False
-        self.accepted += 1
+        refused = await self._admit(event, extracted.url)
+        if refused is not None:
+            return (links if refused == "skipped" else []), False
         event.links = filter_links(links, self.charter.allowed_domains)[:MAX_LINKS]
         await self.writer.queue.put(Fetched(event, extracted, status, content_type or "text/html", fetched_at))
         return links, True
@@ -302,14 +296,25 @@ class Crawl(ReadingHost):
         url: str,
     ) -> tuple[list[str], bool]:
         """max_pages, then the hand-off of an extracted PDF to the writer (wherever it was read)."""
-        if not await self._room_for(event, url):  # max_pages is the store's total (limits.py)
-            self.finish(event, "skipped", self.budget.max_pages_reason())
+        if await self._admit(event, url) is not None:
             return [], False
-        self.accepted += 1
         event.links = []
         event.outcome, event.reason = "failed", None  # settled by the writer
         await self.writer.queue.put(Fetched(event, extracted, status, content_type, now(), pdf_pages=page_texts))
         return [], True
+
+    async def _admit(self, event: HarvestEvent, final_url: str) -> str | None:
+        """Whether a page that was read may go to the writer: None, or the outcome it was finished with (skipped
+        under max_pages, the store's total (limits.py); failed once a full disk stopped the harvest)."""
+        if not await self._room_for(event, final_url):
+            self.finish(event, "skipped", self.budget.max_pages_reason())
+            return "skipped"
+        if self.budget.stop_reason and self.budget.stop_reason.startswith("disk full"):
+            self.budget.release(event.replaces)
+            self.finish(event, "failed", f"not stored: the harvest stopped ({self.budget.stop_reason})")
+            return "failed"
+        self.accepted += 1
+        return None
 
     async def _room_for(self, event: HarvestEvent, final_url: str) -> bool:
         """Whether the page may go to the store under max_pages (a page the store holds replaces itself)."""

@@ -12,8 +12,12 @@ import pytest
 
 from orchestrator.charter import host_allowed
 from orchestrator.errors import BrowserNotFound, DevtoolsMcpError
+from orchestrator.harvest.crawl import Crawl
 from orchestrator.harvest.downloads import download_reason
+from orchestrator.harvest.extract import ExtractedPage
 from orchestrator.harvest.launch import find_browser
+from orchestrator.harvest.limits import CrawlBudget
+from orchestrator.harvest.models import HarvestEvent
 from orchestrator.harvest.net.guard import NetGuard, classify_ip, parse_resolver_rules
 from orchestrator.harvest.net.politeness import MAX_BACKOFF_S, Politeness, RobotsRules, backoff_delay, parse_retry_after
 from orchestrator.harvest.net.urls import canonical_url, filter_links
@@ -364,3 +368,42 @@ def test_a_ray_client_connection_the_server_failed_to_start_is_tried_again(monke
     with pytest.raises(ConnectionAbortedError):
         ray_engine._join(ray, "auto")
     assert ray.calls == ["auto"]
+
+
+def test_a_read_page_or_pdf_is_refused_under_max_pages_and_after_a_full_disk():
+    """The hand-off to the writer (Crawl._admit) is the same for a page and a PDF: skipped once max_pages is
+    reached, failed once a full disk stopped the run (a PDF used to be handed over even then)."""
+    import functools
+    import types
+
+    finished: dict[str, tuple[str, str | None]] = {}
+    crawl = types.SimpleNamespace(
+        budget=CrawlBudget(max_pages=1, max_attempts=10, max_duration_s=60),
+        accepted=0,
+        writer=types.SimpleNamespace(queue=asyncio.Queue()),
+        charter=types.SimpleNamespace(allowed_domains=["a.example"]),
+        finish=lambda event, outcome, reason: finished.__setitem__(event.url, (outcome, reason)),
+    )
+    for name in ("_admit", "_room_for", "queue_pdf_page"):
+        setattr(crawl, name, functools.partial(getattr(Crawl, name), crawl))
+
+    def page(url):
+        return HarvestEvent(url, 0, "2026-11-23T00:00:00Z"), ExtractedPage(url, "t", "text")
+
+    async def run():
+        event, extracted = page("https://a.example/1.pdf")
+        assert (await crawl.queue_pdf_page(event, extracted, ["p1"], 200, "application/pdf", event.url))[1]
+        event, extracted = page("https://a.example/2.pdf")
+        assert not (await crawl.queue_pdf_page(event, extracted, ["p1"], 200, "application/pdf", event.url))[1]
+        assert finished[event.url][0] == "skipped" and "max_pages" in finished[event.url][1]
+        crawl.budget.max_pages = 5
+        crawl.budget.stop("disk full while writing (ENOSPC)")
+        event, extracted = page("https://a.example/3.pdf")
+        assert not (await crawl.queue_pdf_page(event, extracted, ["p1"], 200, "application/pdf", event.url))[1]
+        assert finished[event.url][0] == "failed" and "disk full" in finished[event.url][1]
+        event, extracted = page("https://a.example/4")
+        links, queued = await Crawl.queue_page(crawl, event, extracted, ["https://a.example/5"], 200, None, "now")
+        assert not queued and links == [] and finished[event.url][0] == "failed"
+        assert crawl.accepted == 1 and crawl.writer.queue.qsize() == 1 and crawl.budget.new_pages == 1
+
+    asyncio.run(run())
