@@ -130,8 +130,7 @@ class Crawl(ReadingHost):
         writer."""
         # max_pages counts the pages the store holds already (limits.py); the run's clock starts now
         stored = await asyncio.to_thread(_count_pages, self.memory)
-        self.budget = CrawlBudget.for_settings(self.settings, pages_in_store=stored)
-        self.journal.on_disk_full = self.budget.stop
+        self.budget.begin(pages_in_store=stored)
         self.writer.budget = self.budget
         events = await asyncio.to_thread(read_events, self.memory)
         self.resume_links = load_links(events)

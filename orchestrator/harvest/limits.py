@@ -80,6 +80,11 @@ class CrawlBudget:
             pages_in_store=int(pages_in_store),
         )
 
+    def begin(self, *, pages_in_store: int) -> None:
+        """Start the run's clock, with the number of pages the store holds already."""
+        self.pages_in_store = int(pages_in_store)
+        self.started = time.monotonic()
+
     @property
     def pages_full(self) -> bool:
         """True when the store holds (or will hold) ``max_pages`` pages."""
