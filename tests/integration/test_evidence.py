@@ -242,8 +242,8 @@ def test_the_answer_three_sentences_from_the_restating_one_is_a_second_block(emb
     )
 
 
-def _cand(quote, rank, url, score=0.6):
-    return Candidate(_Hit(quote, url), Quote(quote, rank=rank), score, True, rank)
+def _cand(quote, rank, url, score=0.6, chunk_score=0.6):
+    return Candidate(_Hit(quote, url, score=chunk_score), Quote(quote, rank=rank), score, True, rank)
 
 
 def test_retrieval_order_breaks_near_ties_of_the_quote_rank():
@@ -377,20 +377,8 @@ def test_the_bar_is_the_quotes_not_the_chunks(brt_home, embedder):
 def test_a_quote_from_a_far_chunk_must_clear_the_bar_by_a_margin():
     from orchestrator.synthesize import FAR_CHUNK_MARGIN
 
-    near = Candidate(
-        _Hit("CrUX reports data per URL.", "https://a.example/1", score=0.40),
-        Quote("CrUX reports data per URL.", rank=0.9),
-        0.37,
-        True,
-        0.9,
-    )
-    far = Candidate(
-        _Hit("CrUX reports data per origin.", "https://b.example/2", score=0.30),
-        Quote("CrUX reports data per origin.", rank=0.9),
-        0.37,
-        True,
-        0.9,
-    )
+    near = _cand("CrUX reports data per URL.", 0.9, "https://a.example/1", score=0.37, chunk_score=0.40)
+    far = _cand("CrUX reports data per origin.", 0.9, "https://b.example/2", score=0.37, chunk_score=0.30)
     assert select_evidence([near, far], k=5, min_score=0.35) == [near]
     far.score = 0.35 + FAR_CHUNK_MARGIN
     assert select_evidence([far], k=5, min_score=0.35) == [far]
