@@ -88,6 +88,10 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def _idf(n: int, df: int) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
 def bm25_scores(query: str, docs: Sequence[str]) -> list[float]:
     """BM25 of ``query`` against each of ``docs``, idf over ``docs`` themselves."""
     toks = [terms(d) for d in docs]
@@ -105,10 +109,22 @@ def bm25_scores(query: str, docs: Sequence[str]) -> list[float]:
         s = 0.0
         for w in q:
             if tf[w]:
-                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
-                s += idf * tf[w] * (BM25_K1 + 1) / (tf[w] + BM25_K1 * (1 - BM25_B + BM25_B * len(t) / avg))
+                s += _idf(n, df[w]) * tf[w] * (BM25_K1 + 1) / (tf[w] + BM25_K1 * (1 - BM25_B + BM25_B * len(t) / avg))
         out.append(s)
     return out
+
+
+def term_coverage(query: str, docs: Sequence[str]) -> list[float]:
+    """The share of ``query``'s term weight each of ``docs`` holds (0 to 1): the idf (over ``docs``) of the
+    query's terms it contains over the idf of all of them. A rare term of the query (a name, "State Route 168")
+    weighs more than a word every candidate shares."""
+    toks = [set(terms(d)) for d in docs]
+    q = set(terms(query))
+    if not toks or not q:
+        return [0.0] * len(toks)
+    weight = {w: _idf(len(toks), sum(w in t for t in toks)) for w in q}
+    total = sum(weight.values())
+    return [sum(weight[w] for w in q & t) / total for t in toks]
 
 
 class SentenceVectors:

@@ -68,6 +68,8 @@ def named_subjects(question: str) -> list[str]:
 
 
 def mentions(text: str, name: str) -> bool:
-    """Whether ``text`` contains ``name`` as whole words (case and spacing ignored)."""
+    """Whether ``text`` contains ``name`` as whole words (case and spacing ignored), its last word perhaps in the
+    plural or possessive ("Normans", "Huguenots", "Google's" mention "Norman", "Huguenot", "Google")."""
     words = [re.escape(w) for w in name.split()]
-    return re.search(r"(?<![\w])" + r"\s+".join(words) + r"(?![\w])", text, re.IGNORECASE) is not None
+    pattern = r"(?<![\w])" + r"\s+".join(words) + r"(?:['’]?s|es)?(?![\w])"
+    return re.search(pattern, text, re.IGNORECASE) is not None

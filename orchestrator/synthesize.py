@@ -17,7 +17,7 @@ from memory_store.clock import now
 
 from .api import make_module_callable
 from .evidence import EvidenceBlock, Gap, SectionResult, Source, SynthesisResult, display_url
-from .quotes import Quote, SentenceVectors, prose_under_top_heading, quote_hits, same_facts
+from .quotes import Quote, SentenceVectors, prose_under_top_heading, quote_hits, same_facts, term_coverage
 from .relevance import mentions, named_subjects
 
 if TYPE_CHECKING:
@@ -260,6 +260,7 @@ class Candidate:
     score: float  # cosine of the quote, read under its heading, to the section's question
     names: bool = True  # its page (title or chunk) names something the question names (relevance.named_subjects)
     rank: float = 0.0  # rank score of the quote less the retrieval prior (RETRIEVAL_PRIOR); orders the blocks
+    covers: float = 0.0  # share of the question's term weight its quote holds (quotes.term_coverage)
     also: list[Candidate] = field(default_factory=list)  # candidates merged into this one (same facts)
 
 
@@ -304,22 +305,30 @@ def evidence_candidates(
     if floor is not None:
         hits = [h for h in hits if h.score >= floor]
     question = section.effective_question
-    names = named_subjects(question)
-
-    def names_it(hit: Hit) -> bool:
-        where = f"{hit.metadata.get('title') or ''}\n{hit.text}"
-        return not names or any(mentions(where, name) for name in names)
-
     if quote_mode == "legacy":
+        names = named_subjects(question)
         return [
-            Candidate(hit, choice, score, names_it(hit))
+            Candidate(hit, choice, score, _names_it(hit, names))
             for hit, (choice, score) in zip(hits, _quotes_for(memory, question, hits, names), strict=True)
         ]
     vectors = vectors if vectors is not None else SentenceVectors(memory.embedder)
     qvec = memory.embedder.embed_queries([question])[0]
-    quoted = quote_hits(question, hits, vectors, qvec, split=split_sentences)
+    return answer_candidates(question, hits, quote_hits(question, hits, vectors, qvec, split=split_sentences))
+
+
+def _names_it(hit: Hit, names: list[str]) -> bool:
+    where = f"{hit.metadata.get('title') or ''}\n{hit.text}"
+    return not names or any(mentions(where, name) for name in names)
+
+
+def answer_candidates(question: str, hits: list[Hit], quoted: list[list[tuple[Quote, float]]]) -> list[Candidate]:
+    """The candidates of ``hits`` (retrieval order) from their quotes (``quotes.quote_hits``), with the checks
+    ``select_evidence`` applies: whether the page names what the question names, the rank, and the share of
+    the question's terms each quote holds (idf over the section's quotes)."""
+    names = named_subjects(question)
+    covers = iter(term_coverage(question, [quote.quote for quotes in quoted for quote, _ in quotes]))
     return [
-        Candidate(hit, quote, score, names_it(hit), candidate_rank(quote.rank, position))
+        Candidate(hit, quote, score, _names_it(hit, names), candidate_rank(quote.rank, position), next(covers))
         for position, (hit, quotes) in enumerate(zip(hits, quoted, strict=True))
         for quote, score in quotes
     ]
@@ -338,7 +347,11 @@ RANK_MARGIN = 0.35
 # an off-topic chunk is a coincidence of wording, not evidence (the demo's HTTP/3 section; SQuAD unanswerable
 # questions: Gap rate 0.053 with 0, 0.10 with 0.05, 0.133 with 0.10, 0.173 with the chunk bar; answerable ones'
 # answer@k 0.846 with 0.05, 0.833 with 0.10; BENCHMARKS.md). The demo's HTTP/3 sentence (0.364) stays under 0.40.
+# Unless the quote holds FAR_COVERAGE of the question's term weight (``Candidate.covers``): then its own words
+# say it is about what was asked, not a coincidence of wording ("What is another name for State Route 168?" ->
+# "State Route 168, the Sierra Freeway, ..." at 0.376 in a chunk at 0.31; the HTTP/3 sentence holds 0.14).
 FAR_CHUNK_MARGIN = 0.05
+FAR_COVERAGE = 0.30
 
 
 def candidate_rank(quote_rank: float, position: int) -> float:
@@ -351,12 +364,17 @@ def select_evidence(
     candidates: list[Candidate], *, k: int, min_score: float, named: bool = True, margin: float | None = RANK_MARGIN
 ) -> list[Candidate]:
     """The evidence among ``candidates`` (in retrieval order): those whose quote score meets ``min_score`` (and
-    ``min_score + FAR_CHUNK_MARGIN`` when the chunk as a whole does not);
+    ``min_score + FAR_CHUNK_MARGIN`` when the chunk as a whole does not and the quote holds under FAR_COVERAGE of
+    the question's terms);
     when the first of them names what the question names (``named``), only those that do; best rank first
     (retrieval order among equals); only those within ``margin`` of the best rank (None: no margin); a quote
     stating the same facts as an earlier one (``quotes.same_facts``) is merged into it (``also``) instead of
     repeated. At most ``k``."""
-    kept = [c for c in candidates if c.score >= min_score + (0.0 if c.hit.score >= min_score else FAR_CHUNK_MARGIN)]
+    kept = [
+        c
+        for c in candidates
+        if c.score >= min_score + (0.0 if c.hit.score >= min_score or c.covers >= FAR_COVERAGE else FAR_CHUNK_MARGIN)
+    ]
     # Anchored on the first candidate: when retrieval's best page never names it, the sources may word the name
     # otherwise, and nothing is dropped. On SciFact the anchored check keeps p@1 and raises precision; dropping
     # unnamed pages whenever any page names it lost more supported claims (BENCHMARKS.md).
