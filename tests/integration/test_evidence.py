@@ -382,3 +382,22 @@ def test_a_quote_from_a_far_chunk_must_clear_the_bar_by_a_margin():
     assert select_evidence([near, far], k=5, min_score=0.35) == [near]
     far.score = 0.35 + FAR_CHUNK_MARGIN
     assert select_evidence([far], k=5, min_score=0.35) == [far]
+
+
+def test_a_far_chunks_quote_that_holds_the_questions_terms_needs_no_margin():
+    from orchestrator.synthesize import FAR_COVERAGE, answer_candidates
+
+    question = "What is another name for State Route 168?"
+    quotes = [
+        "State Route 168, the Sierra Freeway, heads east to the city of Clovis and Huntington Lake.",
+        "Fresno is served by State Route 99, the main north/south freeway of the valley.",
+        "The city has a large Armenian community and many vineyards.",
+    ]
+    hits = [_Hit(q, f"https://f.example/{i}", score=0.30) for i, q in enumerate(quotes)]
+    cands = answer_candidates(question, hits, [[(Quote(q, rank=0.8), 0.37)] for q in quotes])
+    named, partial, none = (c.covers for c in cands)
+    assert named >= FAR_COVERAGE > partial and none == 0.0  # "168" is the rare term: "State Route" is shared
+    assert select_evidence(cands, k=5, min_score=0.35) == [cands[0]]
+    # below min_score it is no evidence, whatever words it holds
+    cands[0].score = 0.34
+    assert select_evidence(cands, k=5, min_score=0.35) == []

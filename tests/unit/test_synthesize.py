@@ -183,6 +183,10 @@ def test_named_subjects_and_mentions():
     assert named_subjects("What Is The Best Way To Cache?") == []  # Title Case says nothing
     assert mentions("An Interaction  to next Paint of 200 ms", "Interaction to Next Paint")
     assert mentions("(LCP) is good", "LCP") and not mentions("LCPX is good", "LCP")
+    # a name's plural or possessive mentions it; a longer word does not
+    assert mentions('The English name "Normans" comes from', "Norman") and mentions("Google's results", "Google")
+    assert mentions("Some Huguenots settled in", "Huguenot") and mentions("two Bank of Englands", "Bank of England")
+    assert not mentions("Normandy experienced a golden age", "Norman") and not mentions("Normanesque", "Norman")
 
 
 def test_select_evidence_keeps_the_quotes_that_name_what_was_asked():
@@ -195,3 +199,21 @@ def test_select_evidence_keeps_the_quotes_that_name_what_was_asked():
     # when the first page does not name it (the sources word it otherwise), the check keeps what the threshold keeps
     unnamed_first = [cand("a", False), cand("b", True), cand("c", False)]
     assert len(select_evidence(unnamed_first, k=3, min_score=0.35)) == 3
+
+
+def test_term_coverage_weighs_a_questions_rare_terms():
+    from orchestrator.quotes import term_coverage
+
+    docs = [
+        "Marie Curie won the Nobel Prize in Physics.",
+        "Marie Curie also won the prize in chemistry.",
+        "The prize is awarded every year.",
+        "Nothing here.",
+    ]
+    full, two, one, none = term_coverage("Who won the physics prize?", docs)
+    assert full == 1.0 and none == 0.0
+    assert full > two > one > 0.0
+    # "physics" (one doc) weighs more than "prize" (three): the doc holding it alone would cover more
+    physics_only, prize_only = term_coverage("physics prize", ["physics", "prize", "prize", "prize"])[:2]
+    assert physics_only > prize_only
+    assert term_coverage("the and of", docs) == [0.0] * 4 and term_coverage("physics", []) == []
