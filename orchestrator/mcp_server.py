@@ -578,7 +578,7 @@ def build_server(jobs: "Jobs | None" = None) -> MCPServer:
             "and report the snapshot path and whether the store was destroyed."
         )
 
-    from .audit.mcp_tools import register_audit_tools  # audit (issue 14): verify, list_charters, charter_init
+    from .audit.mcp_tools import register_audit_tools  # audit (issue 14): verify, restore, report, ls, init
 
     register_audit_tools(server, call=_call, result=_result, tool_error=_tool_error)
     return server

@@ -1,12 +1,13 @@
-"""brt's MCP tools for audits (issue 14): ``verify``, ``list_charters`` and ``charter_init``, thin wrappers over
-this package, registered by ``orchestrator.mcp_server``. Like every tool there, they only parse arguments and
-render; text from pages (failure messages name harvested URLs) is escaped so that no delimiter appears in it."""
+"""brt's MCP tools for audits (issue 14): ``verify``, ``restore``, ``report``, ``list_charters`` and
+``charter_init``, thin wrappers over this package, registered by ``orchestrator.mcp_server``. Like every tool
+there, they only parse arguments and render; text from pages (failure messages name harvested URLs) is escaped
+so that no delimiter appears in it, and a report is written to a file, never returned as text."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp_types import CallToolResult
 from pydantic import Field
@@ -55,6 +56,72 @@ def register_audit_tools(
             doc[key] = [dict(f, message=escape_untrusted(f["message"])) for f in doc[key]]
         doc["verdict"] = escape_untrusted(doc["verdict"])
         return result(doc)
+
+    @server.tool(
+        title="Restore a snapshot",
+        description="Rebuild a charter's store from an audit snapshot (.jsonl) that passes verification, so that "
+        "search and synthesize run again; its charter is written to $BRT_HOME/charters/<id>.yaml. Refused when "
+        "a store of that id exists or the snapshot fails verification (the CLI's `brt restore --force` can "
+        "override that; this tool cannot). Returns the charter id and path, counts and the store path.",
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+        ),
+    )
+    async def restore(
+        snapshot_path: Annotated[str, Field(description="Path of the snapshot (.jsonl).", min_length=1)],
+        charter_id: Annotated[
+            str | None, Field(description="Restore under this charter id (default: the snapshot's).")
+        ] = None,
+    ) -> CallToolResult:
+        from .restore import restore as run_restore
+
+        if not snapshot_path.endswith(".jsonl"):
+            raise tool_error("snapshot_path must be a snapshot file (.jsonl)")
+        done = await call(lambda: run_restore(Path(snapshot_path).expanduser(), new_id=charter_id))
+        return result(done.to_json())
+
+    @server.tool(
+        title="Write a report",
+        description="The last synthesis of a charter (its charter file) or the synthesis recorded in a snapshot "
+        "(.jsonl) as HTML, CSV or Markdown, written to $BRT_HOME/reports/<name>.<format> (never elsewhere). "
+        "Returns the file's path and counts, not its text: the report quotes harvested pages.",
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
+        ),  # replaces its own earlier report of the same name
+    )
+    async def report(
+        source_path: Annotated[
+            str, Field(description="A charter file (.yaml/.yml/.json) or a snapshot (.jsonl).", min_length=1)
+        ],
+        format: Annotated[  # noqa: A002 - the tool's argument name
+            Literal["html", "csv", "md"], Field(description="html (one offline page), csv or md.")
+        ] = "html",
+    ) -> CallToolResult:
+        from ..config import brt_home
+        from .bundle import load_bundle
+        from .report import report as run_report
+
+        if not source_path.endswith((".yaml", ".yml", ".json", ".jsonl")):
+            raise tool_error("source_path must be a charter file (.yaml, .yml, .json) or a snapshot (.jsonl)")
+        source = Path(source_path).expanduser()
+
+        def run() -> dict[str, Any]:
+            bundle = load_bundle(source)
+            name = source.stem if bundle.origin == "snapshot" else bundle.charter_id
+            done = run_report(source, fmt=format, out=brt_home() / "reports" / f"{name}.{format}")
+            sections = bundle.sections
+            return {
+                "charter_id": bundle.charter_id,
+                "origin": bundle.origin,
+                "format": format,
+                "path": str(done.path),
+                "bytes": done.path.stat().st_size if done.path else 0,
+                "sections": len(sections),
+                "blocks": sum(len(s.get("blocks") or []) for s in sections),
+                "gaps": sum(len(s.get("gaps") or []) for s in sections),
+            }
+
+        return result(await call(run))
 
     @server.tool(
         title="List charters and snapshots",

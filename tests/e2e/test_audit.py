@@ -523,7 +523,7 @@ def test_mcp_audit_tools(audit: Any, home: Path, tmp_path: Path) -> None:
                 async with ClientSession(read, write, read_timeout_seconds=120) as s:
                     await s.initialize()
                     tools = {t.name: t for t in (await s.list_tools()).tools}
-                    assert {"verify", "list_charters", "charter_init"} <= set(tools)
+                    assert {"verify", "restore", "report", "list_charters", "charter_init"} <= set(tools)
                     assert tools["verify"].annotations.read_only_hint
                     doc = doc_of(await s.call_tool("verify", {"snapshot_path": str(audit.snapshot)}))
                     assert doc["ok"] and doc["verdict"].startswith("OK audit.jsonl")
@@ -542,6 +542,25 @@ def test_mcp_audit_tools(audit: Any, home: Path, tmp_path: Path) -> None:
                         "question": "q", "urls": ["https://example.com/"], "charter_id": "ferry_mcp"}))
                     assert "urls.0" in error_text(await s.call_tool("charter_init", {
                         "question": "q", "urls": ["ftp://example.com/"], "write": False}))
+                    # restore, then a report of the restored charter and of the snapshot, as files under BRT_HOME
+                    doc = doc_of(await s.call_tool("restore", {"snapshot_path": str(audit.snapshot),
+                                                               "charter_id": "audit_mcp"}))
+                    assert doc["charter_id"] == "audit_mcp" and doc["check_ok"] and doc["chunks"] > 0
+                    charter = Path(doc["charter_path"])
+                    assert charter == home / "charters" / "audit_mcp.yaml"
+                    assert "exists" in error_text(await s.call_tool("restore", {
+                        "snapshot_path": str(audit.snapshot), "charter_id": "audit_mcp"}))
+                    assert "fails verification" in error_text(await s.call_tool("restore", {
+                        "snapshot_path": str(bad), "charter_id": "audit_bad"}))
+                    assert not (home / "memory" / "audit_bad").exists()
+                    recorded = sum(len(sec["blocks"]) for sec in audit.synthesis["sections"])
+                    doc = doc_of(await s.call_tool("report", {"source_path": str(charter), "format": "md"}))
+                    assert doc["path"] == str(home / "reports" / "audit_mcp.md") and doc["blocks"] == recorded
+                    assert "text" not in doc and Path(doc["path"]).read_text().startswith("#")
+                    doc = doc_of(await s.call_tool("report", {"source_path": str(audit.snapshot)}))
+                    assert doc["path"] == str(home / "reports" / f"{audit.snapshot.stem}.html")
+                    assert doc["origin"] == "snapshot" and doc["blocks"] == recorded and doc["bytes"] > 0
+                    assert "charter file" in error_text(await s.call_tool("report", {"source_path": "/etc/passwd"}))
 
     anyio.run(flow)
     from orchestrator.charter import load_charter
