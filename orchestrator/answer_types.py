@@ -14,6 +14,9 @@ Deterministic rules, read from the question's wording (README, "Quote checks"):
   a number word (``twelve``, ``million``) or a percentage.
 - ``place``: where; what/which city, country, region, river, ...; carried by a capitalised word after
   ``in``/``at``/``from``/``near``/``to``/``of``.
+- ``term``: what is the term / name / word for ...; what is ... called / known as; what does ... stand for;
+  carried by the words that give a name (``called``, ``known as``, ``termed``, ``named``, ``referred to as``,
+  ``stands for``, ``short for``, ``dubbed``): the answer is the name they introduce.
 
 The first rule that matches wins, in that order.
 A typed span the question itself contains does not count (``"What happened in 1066?"`` asks for no date).
@@ -24,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-AnswerType = Literal["currency", "date", "number", "person", "place"]
+AnswerType = Literal["currency", "date", "number", "person", "place", "term"]
 
 _MONEY_WORDS = (
     r"cost|costs|costing|price|priced|prices|pay|paid|pays|spend|spent|worth|money|fund|funded|funding|budget|fee|"
@@ -71,6 +74,15 @@ _PLACE_Q = re.compile(
     re.IGNORECASE,
 )
 
+# "What is the term for the lack of observable free quarks?", "What is another name for State Route 168?",
+# "What is it called when ...?", "What does LGM stand for?"
+_TERM_Q = re.compile(
+    r"\b(?:what|which)\s+(?:is|was|are|were)\s+(?:the\s+|another\s+|an?\s+|its\s+|their\s+)?(?:\w+\s+)?"
+    r"(?:term|name|word|nickname|phrase|label)s?\s+(?:for|of|given|used)\b|"
+    r"\b(?:what|how)\s+(?:is|was|are|were)\s+.{1,80}?\s+(?:called|known\s+as|termed|named|referred\s+to)\b|"
+    r"\bwhat\s+(?:does|did|do)\s+.{1,40}?\s+stands?\s+for\b|\bwhat\s+(?:is|was)\s+.{1,40}?\s+short\s+for\b",
+    re.IGNORECASE,
+)
 
 _QUESTION = re.compile(
     r"^\s*(?:(?:in|on|at|to|for|from|by|of|with|since|during|until)\s+)?(?:who|whom|whose|what|which|when|where|why|"
@@ -98,6 +110,8 @@ def expected_type(question: str) -> AnswerType | None:
         return "number"
     if _PLACE_Q.search(q):
         return "place"
+    if _TERM_Q.search(q):
+        return "term"
     return None
 
 
@@ -131,7 +145,14 @@ _PERSON = re.compile(
     rf"{_NAME_WORD}"
 )
 _PLACE = re.compile(rf"\b(?:in|at|from|near|to|of|across|into|throughout)\s+(?:the\s+)?{_NAME_WORD}")
-_PATTERNS = {"currency": _CURRENCY, "date": _DATE, "number": _NUMBER, "person": _PERSON, "place": _PLACE}
+_TERM = re.compile(
+    r"\b(?:called|known\s+as|termed|named|referred\s+to\s+as|stands?\s+for|short\s+for|dubbed|nicknamed|"
+    r"so-called)\b",
+    re.IGNORECASE,
+)
+_PATTERNS = {
+    "currency": _CURRENCY, "date": _DATE, "number": _NUMBER, "person": _PERSON, "place": _PLACE, "term": _TERM
+}
 _MONTH_OR_DAY = re.compile(rf"^(?:{_MONTHS}|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b")
 
 
@@ -156,6 +177,8 @@ def carries(text: str, kind: AnswerType | None, question: str) -> bool:
     """Whether ``text`` holds an answer of type ``kind`` that ``question`` does not already contain."""
     if kind is None:
         return False
+    if kind == "term":  # the naming words themselves: the question has them too ("what is it called?")
+        return bool(typed_spans(text, kind))
     q = " ".join(question.lower().split())
     for span in typed_spans(text, kind):
         words = [w for w in re.findall(r"\w+", span.lower()) if w not in _GENERIC]

@@ -86,6 +86,14 @@ def test_answer_type_cues():
     assert expected_type("Which physician treated the patient?") == "person"
     assert expected_type("Where does the Rhine rise?") == "place"
     assert expected_type("What is oxygen?") is None
+    assert expected_type("What is the term for the lack of observable free quarks?") == "term"
+    assert expected_type("What is another name for State Route 168?") == "term"
+    assert expected_type("What is it called when people refuse to be released?") == "term"
+    assert expected_type("What does LGM stand for?") == "term"
+    assert expected_type("Which city is named after the river?") == "place"  # the rules' order: place first
+    assert carries("This absence is known as colour confinement.", "term", "What is the absence called?")
+    assert carries("Route 168, also called the Sierra Freeway, heads east.", "term", "What is it called?")
+    assert not carries("The absence of free quarks was observed.", "term", "What is the term for it?")
     assert carries("It will retail for $499 in the US.", "currency", "How much?")
     assert not carries("The price was announced.", "currency", "How much?")
     assert carries("It costs 40 euros.", "currency", "How much?")
@@ -180,6 +188,14 @@ class _Hit:
             "Halvorsen syndrome is a rare inherited disorder of the inner ear that causes dizziness. "
             "It was first described by the Norwegian doctor Ingrid Halvorsen Berg.\nIt has no cure.",
             "Ingrid Halvorsen Berg",
+        ),
+        (
+            "What is the term for the absence of observable free quarks?",
+            "Decades of experiments at particle accelerators around the world have searched for free quarks, in "
+            "collisions of protons, electrons and heavy ions at ever higher energies, and every one of these "
+            "searches has failed to observe a single quark on its own outside of a hadron. "
+            "This absence is known as colour confinement.\nThe theory is hard to test.",
+            "colour confinement",
         ),
     ],
 )
