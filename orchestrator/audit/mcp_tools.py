@@ -32,6 +32,13 @@ def register_audit_tools(
     from mcp_types import ToolAnnotations
 
     read_only = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+    # a new store or charter file, refused over an existing one
+    creates = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+
+    def snapshot_file(path: str) -> Path:
+        if not path.endswith(".jsonl"):
+            raise tool_error("snapshot_path must be a snapshot file (.jsonl)")
+        return Path(path).expanduser()
 
     @server.tool(
         title="Verify a snapshot",
@@ -47,9 +54,8 @@ def register_audit_tools(
     ) -> CallToolResult:
         from .verify import verify as run_verify
 
-        if not snapshot_path.endswith(".jsonl"):
-            raise tool_error("snapshot_path must be a snapshot file (.jsonl)")
-        report = await call(lambda: run_verify(Path(snapshot_path).expanduser(), check_har=check_har))
+        path = snapshot_file(snapshot_path)
+        report = await call(lambda: run_verify(path, check_har=check_har))
         doc = report.to_json()
         # messages name URLs of harvested pages: escaped so that no delimiter can appear in them
         for key in ("failures", "warnings"):
@@ -63,9 +69,7 @@ def register_audit_tools(
         "search and synthesize run again; its charter is written to $BRT_HOME/charters/<id>.yaml. Refused when "
         "a store of that id exists or the snapshot fails verification (the CLI's `brt restore --force` can "
         "override that; this tool cannot). Returns the charter id and path, counts and the store path.",
-        annotations=ToolAnnotations(
-            readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
-        ),
+        annotations=creates,
     )
     async def restore(
         snapshot_path: Annotated[str, Field(description="Path of the snapshot (.jsonl).", min_length=1)],
@@ -75,9 +79,8 @@ def register_audit_tools(
     ) -> CallToolResult:
         from .restore import restore as run_restore
 
-        if not snapshot_path.endswith(".jsonl"):
-            raise tool_error("snapshot_path must be a snapshot file (.jsonl)")
-        done = await call(lambda: run_restore(Path(snapshot_path).expanduser(), new_id=charter_id))
+        path = snapshot_file(snapshot_path)
+        done = await call(lambda: run_restore(path, new_id=charter_id))
         return result(done.to_json())
 
     @server.tool(
@@ -140,9 +143,7 @@ def register_audit_tools(
         description="A commented starter charter from a question and a few URLs (valid by construction: the "
         "question becomes the goal and the first section, the URLs the seeds, their hosts the allowed domains). "
         "Written to $BRT_HOME/charters/<id>.yaml (never elsewhere) unless write is false; returns its path and text.",
-        annotations=ToolAnnotations(
-            readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
-        ),
+        annotations=creates,
     )
     async def charter_init(
         question: Annotated[str, Field(description="The research question.", min_length=1)],
