@@ -507,7 +507,7 @@ class Memory:
 
     def compact(self) -> None:
         """Compact both tables and remove every older version, under the write lock (bounded disk across
-        re-harvests; a reader in another process holding an older version may see one failed read)."""
+        re-harvests; a reader in another process holding an older version reads the latest instead)."""
         if not self._read_meta():
             return
         with self.write_lock():

@@ -112,6 +112,11 @@ def page_schema() -> Any:
     )
 
 
+def _version_gone(exc: BaseException) -> bool:
+    """Whether a LanceDB read failed because a data file of the version it read no longer exists."""
+    return "Not found" in str(exc) and ".lance" in str(exc)
+
+
 class LanceStore:
     """The two LanceDB tables in ``path/lance``. Callers hold the write lock around every write."""
 
@@ -202,18 +207,25 @@ class LanceStore:
 
     # --- reads ------------------------------------------------------------------------------------------
     def _read(self, name: str, columns: list[str] | None = None, where: str | None = None) -> Any:
-        table = self._table(name)
-        if table is None:
-            return None
-        try:
-            query = table.search()
-            if where:
-                query = query.where(where)
-            if columns:
-                query = query.select(columns)
-            return query.limit(None).to_arrow()
-        except Exception as exc:
-            raise StoreCorrupt(f"cannot read table {name!r} in {self.path}: {exc}") from exc
+        for attempt in (1, 2):
+            table = self._table(name)
+            if table is None:
+                return None
+            try:
+                query = table.search()
+                if where:
+                    query = query.where(where)
+                if columns:
+                    query = query.select(columns)
+                return query.limit(None).to_arrow()
+            except Exception as exc:
+                if attempt == 1 and _version_gone(exc):
+                    # another process compacted the version this handle read and removed its files (``compact``,
+                    # under the write lock, between our checkout and our read): read the latest version instead
+                    self._tables.pop(name, None)
+                    continue
+                raise StoreCorrupt(f"cannot read table {name!r} in {self.path}: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def count(self, name: str) -> int:
         table = self._table(name)
@@ -472,7 +484,7 @@ class LanceStore:
     def compact(self) -> None:
         """Compact both tables and delete every version but the latest. The caller holds the write lock: no
         other writer can be mid-commit, so unverified files of older versions are safe to remove (a reader in
-        another process still holding an older version may see one failed read)."""
+        another process still holding an older version finds a file gone and reads the latest: ``_read``)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "removes every version except the latest": intended
             for name in (CHUNKS, PAGES):

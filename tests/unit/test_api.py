@@ -188,3 +188,20 @@ def test_a_failed_write_is_a_store_write_error(tmp_path):
         store.upsert_chunks([row, dict(row)], np.ones((2, 4), dtype=np.float32))  # LanceDB refuses the batch
     assert not isinstance(info.value, StoreCorrupt) and info.value.__cause__ is not None
     assert store.count("chunks") == 1  # nothing half-written
+
+
+def test_a_read_of_a_version_another_process_compacted_away_reads_the_latest(tmp_path):
+    from memory_store.store import CHUNKS, LanceStore
+
+    def rows(*ids):
+        return [{"id": i, "charter_id": "c", "url": f"u{i}", "text": "t", "tokens": 1, "also_seen_at": []} for i in ids]
+
+    writer, reader = LanceStore(tmp_path, 4), LanceStore(tmp_path, 4)
+    writer.upsert_chunks(rows("a"), np.ones((1, 4), dtype=np.float32))
+    assert reader.count(CHUNKS) == 1  # the reader holds a handle on that version (its data not read yet)
+    writer.upsert_chunks(rows("b"), np.ones((1, 4), dtype=np.float32))
+    writer.compact()  # the other process: the older versions' files are removed
+    stale = reader._tables[CHUNKS]
+    stale.checkout_latest = lambda: None  # the compaction lands between the reader's checkout and its read
+    assert set(reader.chunk_meta()) == {"a", "b"}
+    assert reader._tables[CHUNKS] is not stale
