@@ -102,7 +102,7 @@ def register_audit_tools(
     ) -> CallToolResult:
         from ..config import brt_home
         from .bundle import load_bundle
-        from .report import report as run_report
+        from .report import write_report
 
         if not source_path.endswith((".yaml", ".yml", ".json", ".jsonl")):
             raise tool_error("source_path must be a charter file (.yaml, .yml, .json) or a snapshot (.jsonl)")
@@ -111,7 +111,7 @@ def register_audit_tools(
         def run() -> dict[str, Any]:
             bundle = load_bundle(source)
             name = source.stem if bundle.origin == "snapshot" else bundle.charter_id
-            done = run_report(source, fmt=format, out=brt_home() / "reports" / f"{name}.{format}")
+            done = write_report(bundle, fmt=format, out=brt_home() / "reports" / f"{name}.{format}")
             sections = bundle.sections
             return {
                 "charter_id": bundle.charter_id,

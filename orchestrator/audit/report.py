@@ -9,7 +9,7 @@ from pathlib import Path
 from .bundle import AuditBundle, load_bundle
 from .errors import ReportError
 
-__all__ = ["FORMATS", "ReportResult", "render", "report"]
+__all__ = ["FORMATS", "ReportResult", "render", "report", "write_report"]
 
 FORMATS = ("html", "csv", "md")
 
@@ -42,7 +42,11 @@ def render(bundle: AuditBundle, fmt: str) -> str:
 def report(source: str | Path, *, fmt: str = "html", out: str | Path | None = None) -> ReportResult:
     """Render the report of a charter (its store's last synthesis) or of a snapshot; write it to ``out`` when
     given (CSV with CRLF line ends, as RFC 4180 says)."""
-    bundle = load_bundle(source)
+    return write_report(load_bundle(source), fmt=fmt, out=out)
+
+
+def write_report(bundle: AuditBundle, *, fmt: str = "html", out: str | Path | None = None) -> ReportResult:
+    """``report`` of a bundle already loaded (``bundle.load_bundle``)."""
     text = render(bundle, fmt)
     path = None
     if out is not None:
