@@ -181,7 +181,7 @@ def carries(text: str, kind: AnswerType | None, question: str) -> bool:
         return bool(typed_spans(text, kind))
     q = " ".join(question.lower().split())
     for span in typed_spans(text, kind):
-        words = [w for w in re.findall(r"\w+", span.lower()) if w not in _GENERIC]
+        words = [w for w in re.findall(r"\w+", _POSSESSIVE.sub("", span.lower())) if w not in _GENERIC]
         if not words:
             continue
         if kind in ("person", "place") and all(re.search(rf"\b{re.escape(w)}\b", q) for w in words):
@@ -196,4 +196,5 @@ _LEADING = frozenset(
     "the a an in on at of for from by with this that these those it its he she they his her their after before "
     "during when while since although however but and or as to".split()
 )
+_POSSESSIVE = re.compile(r"['’]s\b|['’](?!\w)")  # "Newton's constant" names the question's Newton, not an answer
 _GENERIC = frozenset({"the", "of", "in", "at", "from", "near", "to", "across", "into", "throughout"})

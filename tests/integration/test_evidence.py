@@ -100,6 +100,10 @@ def test_answer_type_cues():
     assert not carries("It happened in 1066.", "date", "What happened in 1066?")  # the question's own year
     assert carries("The Hobbit was written by J. R. R. Tolkien.", "person", "Who wrote the Hobbit?")
     assert not carries("The Hobbit is a book.", "person", "Who wrote The Hobbit?")
+    # the possessive of the question's own name is its subject, not an answer
+    assert not carries("It is known as Newton's Constant.", "person", "Who measured the Newton Constant?")
+    assert not carries("The Joneses' farm was sold.", "person", "Who bought the Joneses farm?")
+    assert carries("Newton's Constant was measured by Henry Cavendish.", "person", "Who measured the Newton Constant?")
     assert carries("About 520,000 people live there.", "number", "How many people live in Fresno?")
 
 
