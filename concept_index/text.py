@@ -67,16 +67,19 @@ class Heading:
 #: A list item's marker ("- ", "* ", "• ", "– ", "1. ", "2) "): list items are prose, never headings.
 LIST_MARKER = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
 HEADING_MAX_WORDS = 12
+_TRAILING_REFS = re.compile(r"(?:\s*\[[^\[\]]{1,40}\])+$")  # footnote / citation markers
 
 
 def is_heading(line: str) -> bool:
     """brt's one heading rule. Extraction keeps each heading of a page on a line of its own; such a line is
-    short (at most 12 words) and does not end like a sentence or a clause (``. ! ? … : ;`` or a closing quote).
+    short (at most 12 words) and does not end like a sentence or a clause (``. ! ? … : ;`` or a closing quote,
+    also before a closing bracket or quote and before footnote markers: ``solidarity.[4]``, ``'over.'``).
     List items are prose. Synthesis (quotes never take a heading) and the concept index (headings become
     concepts) both use this rule."""
     if LIST_MARKER.match(line):
         return False
-    return len(line.split()) <= HEADING_MAX_WORDS and not re.search(r"[.!?…:;\"”]$", line)
+    line = _TRAILING_REFS.sub("", line.strip())
+    return len(line.split()) <= HEADING_MAX_WORDS and not re.search(r"[.!?…:;\"”]$|[.!?…][’'»)]+$", line)
 
 
 def looks_like_heading(line: str) -> bool:

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from concept_index.text import LIST_MARKER, is_heading
+
 from .answer_types import AnswerType, carries, expected_type, is_question
 from .relevance import STOP_WORDS
 
@@ -73,7 +75,6 @@ def prose_under_top_heading(
 BM25_K1, BM25_B = 1.2, 0.75
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_LIST_MARKER = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
 
 
 def terms(text: str) -> list[str]:
@@ -149,13 +150,6 @@ class SentenceVectors:
         return np.stack([self._vecs[t] for t in texts])
 
 
-def is_heading_line(text: str) -> bool:
-    """A short line without sentence punctuation: a heading, a headline or a label. List items are prose."""
-    if _LIST_MARKER.match(text):
-        return False
-    return len(text.split()) <= 12 and not re.search(r"[.!?…:;\"”]$", text)
-
-
 @dataclass
 class Quote:
     """A quote chosen in one chunk: verbatim text, the heading it stands under, and how it was chosen."""
@@ -195,8 +189,8 @@ def choose_span(
     if not spans:
         words = text.split()
         return Quote(" ".join(words[:MAX_QUOTE_WORDS]) + (" …" if len(words) > MAX_QUOTE_WORDS else ""))
-    heading = [is_heading_line(text[a:b]) for a, b in spans]
-    item = [bool(_LIST_MARKER.match(text[a:b])) for a, b in spans]
+    heading = [is_heading(text[a:b]) for a, b in spans]
+    item = [bool(LIST_MARKER.match(text[a:b])) for a, b in spans]
     owner: list[int | None] = []
     current: int | None = None
     for i, h in enumerate(heading):
@@ -246,7 +240,7 @@ def choose_span(
             break
         _, lo, hi = max(options)
     start = spans[lo][0]
-    marker = _LIST_MARKER.match(text[start : spans[lo][1]])
+    marker = LIST_MARKER.match(text[start : spans[lo][1]])
     if marker:
         start += marker.end()
     quote = _collapse(text[start : spans[hi][1]])

@@ -131,6 +131,23 @@ def test_quote_grows_into_the_neighbour_that_carries_the_expected_type_unit():
     assert q.quote == short  # under MIN_QUOTE_WORDS: grown into its neighbours, best-ranked first
 
 
+def test_a_short_sentence_with_a_footnote_marker_is_prose_not_a_heading_unit():
+    from concept_index.text import is_heading
+
+    assert not is_heading("This is a form of jail solidarity.[page needed]")
+    assert not is_heading("It retails for $499.[12][13]")
+    assert not is_heading("He said it was 'over.'") and not is_heading("It sold out (twice.)")
+    assert is_heading("History[edit]") and is_heading("Pricing and availability")
+    text = (
+        "In modern times, some activists who commit civil disobedience as a group collectively refuse to sign "
+        "bail until certain demands are met. This is a form of jail solidarity.[4] Thoreau went to jail alone."
+    )
+    spans = split_sentences(text)
+    # a heading is never grown into: before the fix the short second sentence was one, and the quote stopped
+    q = choose_span(text, spans, [0.8, 0.5, 0.3], typed=[False] * 3, want_type=False)
+    assert "jail solidarity" in q.quote
+
+
 def test_a_chunk_offers_a_second_quote_apart_from_its_first_unit():
     text = (
         "The X1 console ships in matte black with two terabytes of storage and two wireless controllers. "
