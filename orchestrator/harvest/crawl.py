@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory_store.clock import now
 
+from ..errors import HarvestError
 from .extract import ExtractedPage
 from .har import ReplayIndex
 from .journal import Journal, load_links, read_events
@@ -96,12 +97,15 @@ class Crawl(ReadingHost):
         await self.start()
         try:
             async with self.reader.open(self):
-                writer = asyncio.create_task(self.writer.run(), name="brt-writer")
+                self.writer.start()
                 try:
                     await self.breadth_first()
                 finally:
-                    await self.writer.queue.put(None)
-                    await writer
+                    try:
+                        await self.writer.close()
+                    except HarvestError as exc:  # the writer failed: the run stopped (writer.py)
+                        exc.report = self.report  # type: ignore[attr-defined]  # completed by the finally below
+                        raise
             fatal = self.reader.fatal
             if fatal is not None:
                 fatal.report = self.report  # type: ignore[attr-defined]  # completed by the finally below
@@ -268,7 +272,7 @@ class Crawl(ReadingHost):
         if refused is not None:
             return (links if refused == "skipped" else []), False
         event.links = filter_links(links, self.charter.allowed_domains)[:MAX_LINKS]
-        await self.writer.queue.put(Fetched(event, extracted, status, content_type or "text/html", fetched_at))
+        await self.writer.put(Fetched(event, extracted, status, content_type or "text/html", fetched_at))
         return links, True
 
     async def queue_pdf(
@@ -299,7 +303,7 @@ class Crawl(ReadingHost):
             return [], False
         event.links = []
         event.outcome, event.reason = "failed", None  # settled by the writer
-        await self.writer.queue.put(Fetched(event, extracted, status, content_type, now(), pdf_pages=page_texts))
+        await self.writer.put(Fetched(event, extracted, status, content_type, now(), pdf_pages=page_texts))
         return [], True
 
     async def _admit(self, event: HarvestEvent, final_url: str) -> str | None:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import first_line
+from ..errors import HarvestError, first_line
 from .limits import CrawlBudget, is_disk_full
 from .pages import page_input
 from .pdf import set_page_selectors
@@ -30,13 +30,18 @@ logger = logging.getLogger(__name__)
 # of slices of 8. With 8, 60 pages took 8+ serial writes beside the embedding (bench/harvest_speed.py).
 BATCH_PAGES = 32
 BATCH_WAIT_S = 1.0
+# Pages read and waiting for the writer: beyond this the readers wait, so a crawl that reads faster than it embeds
+# holds two batches of page texts in memory, not the whole crawl.
+QUEUE_PAGES = 2 * BATCH_PAGES
 
 
 class Writer:
-    """Takes ``Fetched`` pages from ``queue`` (None ends it) and stores them in batches of up to ``BATCH_PAGES``
-    (or what came within ``BATCH_WAIT_S``). Each page's event is settled ``stored`` (or ``failed`` with the store
-    error) through ``finish``, counted in ``report`` and journaled; ``release()`` gives a failed page's place under
-    max_pages back, and ``accepted()`` is the number of pages handed over so far (the progress total)."""
+    """Takes ``Fetched`` pages handed over with ``put`` (``close`` ends it) and stores them in batches of up to
+    ``BATCH_PAGES`` (or what came within ``BATCH_WAIT_S``). Each page's event is settled ``stored`` (or ``failed``
+    with the store error) through ``finish``, counted in ``report`` and journaled; ``release()`` gives a failed
+    page's place under max_pages back, and ``accepted()`` is the number of pages handed over so far (the progress
+    total). At most ``max_waiting`` pages wait for it; a writer that fails stops the run (``budget``) and fails the
+    pages left waiting and any handed over later."""
 
     def __init__(
         self,
@@ -48,6 +53,7 @@ class Writer:
         finish: Callable[[HarvestEvent, Outcome, str | None], None],
         release: Callable[[HarvestEvent], None],
         accepted: Callable[[], int],
+        max_waiting: int = QUEUE_PAGES,
     ) -> None:
         self.memory = memory
         self.report = report
@@ -56,12 +62,80 @@ class Writer:
         self.finish = finish
         self.release = release
         self.accepted = accepted
-        self.queue: asyncio.Queue[Fetched | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[Fetched | None] = asyncio.Queue(maxsize=max_waiting)
         self.budget: CrawlBudget | None = None  # the crawl's (limits.py): a full disk stops the run
+        self.task: asyncio.Task[None] | None = None
+        self.failure = "not stored: the store writer stopped"  # the reason given to pages it will never store
+
+    def start(self) -> asyncio.Task[None]:
+        """Run the writer as a task of the running loop."""
+        self.task = asyncio.create_task(self.run(), name="brt-writer")
+        return self.task
+
+    async def put(self, item: Fetched) -> None:
+        """Hand a page to the writer; waits while ``max_waiting`` pages wait already. When the writer has failed
+        the page is settled ``failed`` at once: nothing waits for a writer that is gone."""
+        task = self.task
+        if task is None:
+            await self.queue.put(item)
+            return
+        if not task.done() and await self._put_unless_ended(item, task):
+            if not task.done():
+                return
+            self._fail_waiting(self.failure)  # it went in as the writer ended
+            return
+        self._settle_failed(item, self.failure)
+
+    async def close(self) -> None:
+        """No more pages: the writer stores what waits and ends. Raises HarvestError (from the writer's own
+        error) if it failed."""
+        task = self.task
+        if task is None:
+            return
+        if not task.done():
+            await self._put_unless_ended(None, task)
+        try:
+            await task
+        except Exception as exc:
+            raise HarvestError(self.failure.removeprefix("not stored: ")) from exc
+
+    async def _put_unless_ended(self, item: Fetched | None, task: asyncio.Task[None]) -> bool:
+        """Queue ``item`` unless the writer ends first; whether it was queued."""
+        put = asyncio.ensure_future(self.queue.put(item))
+        try:
+            await asyncio.wait({put, task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not put.done():
+                put.cancel()
+        return put.done() and not put.cancelled()
 
     async def run(self) -> None:
         """Batch extracted pages (up to ``BATCH_PAGES``, or what came within ``BATCH_WAIT_S``) into
-        ``memory.add_many`` in a thread."""
+        ``memory.add_many`` in a thread. If the writer fails, the run stops and the waiting pages fail."""
+        try:
+            await self._run()
+        except Exception as exc:
+            logger.exception("the store writer failed")
+            cause = f"the store writer failed ({type(exc).__name__}: {first_line(exc)})"
+            self.failure = f"not stored: {cause}"
+            if self.budget is not None:
+                self.budget.stop(cause)
+            self._fail_waiting(self.failure)
+            raise
+
+    def _fail_waiting(self, reason: str) -> None:
+        while not self.queue.empty():
+            item = self.queue.get_nowait()
+            if item is not None:
+                self._settle_failed(item, reason)
+
+    def _settle_failed(self, item: Fetched, reason: str) -> None:
+        self.release(item.event)
+        self.finish(item.event, "failed", reason)
+        self.progress.advance("fetch")
+        self.journal.add(item.event)
+
+    async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         done = False
         while not done:
@@ -89,10 +163,7 @@ class Writer:
         stop = self.budget.stop_reason if self.budget is not None else None
         if stop and stop.startswith("disk full"):  # limits.py: the queue drains without writing (or embedding)
             for item in batch:
-                self.release(item.event)
-                self.finish(item.event, "failed", f"not stored: the harvest stopped ({stop})")
-                self.progress.advance("fetch")
-                self.journal.add(item.event)
+                self._settle_failed(item, f"not stored: the harvest stopped ({stop})")
             return
         try:
             inputs = [self.page_input(item) for item in batch]
@@ -106,10 +177,7 @@ class Writer:
                 logger.exception("storing %d page(s) failed", len(batch))
             what = "disk full" if full else "store error"
             for item in batch:
-                self.release(item.event)
-                self.finish(item.event, "failed", f"{what}: {type(exc).__name__}: {first_line(exc)}")
-                self.progress.advance("fetch")
-                self.journal.add(item.event)
+                self._settle_failed(item, f"{what}: {type(exc).__name__}: {first_line(exc)}")
             return
         elapsed = time.monotonic() - t0
         self.report.timings.store_s += elapsed
