@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import StoreCorrupt, StoreWriteError
 
@@ -112,6 +112,9 @@ def page_schema() -> Any:
     )
 
 
+_T = TypeVar("_T")
+
+
 def _version_gone(exc: BaseException) -> bool:
     """Whether a LanceDB read failed because a data file of the version it read no longer exists."""
     return "Not found" in str(exc) and ".lance" in str(exc)
@@ -206,35 +209,36 @@ class LanceStore:
         self._db = None
 
     # --- reads ------------------------------------------------------------------------------------------
-    def _read(self, name: str, columns: list[str] | None = None, where: str | None = None) -> Any:
+    def _on_latest(self, name: str, what: str, run: Callable[[Any], _T], *, empty: _T) -> _T:
+        """``run(table)`` (``empty`` when the table does not exist). When another process compacted away the
+        version this handle reads and removed its files (``compact``, under the write lock, between our checkout
+        and our read), once more on the latest version; any other error is StoreCorrupt(``what``)."""
         for attempt in (1, 2):
             table = self._table(name)
             if table is None:
-                return None
+                return empty
             try:
-                query = table.search()
-                if where:
-                    query = query.where(where)
-                if columns:
-                    query = query.select(columns)
-                return query.limit(None).to_arrow()
+                return run(table)
             except Exception as exc:
                 if attempt == 1 and _version_gone(exc):
-                    # another process compacted the version this handle read and removed its files (``compact``,
-                    # under the write lock, between our checkout and our read): read the latest version instead
                     self._tables.pop(name, None)
                     continue
-                raise StoreCorrupt(f"cannot read table {name!r} in {self.path}: {exc}") from exc
+                raise StoreCorrupt(f"{what} in {self.path}: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _read(self, name: str, columns: list[str] | None = None, where: str | None = None) -> Any:
+        def read(table: Any) -> Any:
+            query = table.search()
+            if where:
+                query = query.where(where)
+            if columns:
+                query = query.select(columns)
+            return query.limit(None).to_arrow()
+
+        return self._on_latest(name, f"cannot read table {name!r}", read, empty=None)
+
     def count(self, name: str) -> int:
-        table = self._table(name)
-        if table is None:
-            return 0
-        try:
-            return int(table.count_rows())
-        except Exception as exc:
-            raise StoreCorrupt(f"cannot count rows of {name!r} in {self.path}: {exc}") from exc
+        return self._on_latest(name, f"cannot count rows of {name!r}", lambda table: int(table.count_rows()), empty=0)
 
     def page_chunk_ids(self) -> dict[str, list[str]]:
         """url -> chunk_ids for every page, in storage order."""
@@ -305,11 +309,9 @@ class LanceStore:
         table has no vector index; past ``VECTOR_INDEX_MIN_ROWS`` rows it has one (see ``ensure_indexes``) and
         the search probes ``VECTOR_NPROBES`` partitions and re-ranks ``VECTOR_REFINE_FACTOR * k`` candidates
         by their exact distance."""
-        table = self._table(CHUNKS)
-        if table is None:
-            return []
         cols = [*CHUNK_FIELDS, "_distance"] + (["embedding"] if with_vectors else [])
-        try:
+
+        def search(table: Any) -> list[dict[str, Any]]:
             query = table.search(vector.astype("float32"), vector_column_name="embedding").distance_type("cosine")
             if self.has_vector_index():
                 query = query.nprobes(VECTOR_NPROBES)
@@ -322,8 +324,8 @@ class LanceStore:
                 query = query.where(_in_list("id", only_ids), prefilter=True)
             rows = self._result_rows(query.to_arrow(), with_vectors)
             return sorted(rows, key=lambda r: (r["_distance"], r["id"]))  # equal distances: by id, not storage
-        except Exception as exc:
-            raise StoreCorrupt(f"vector search failed in {self.path}: {exc}") from exc
+
+        return self._on_latest(CHUNKS, "vector search failed", search, empty=[])
 
     def fts_search(
         self, text: str, k: int, only_ids: list[str] | None = None, *, with_vectors: bool = False
@@ -331,11 +333,11 @@ class LanceStore:
         """The ``k`` best chunks for ``text`` by BM25 over the native full-text index (``_score``, higher is
         better). Rows written after the index was built are searched too (unindexed rows are scanned), deleted
         rows never match. Returns [] when the query has no searchable term."""
-        table = self._table(CHUNKS)
-        if table is None or not text.strip():
+        if not text.strip():
             return []
         cols = [*CHUNK_FIELDS, "_score"] + (["embedding"] if with_vectors else [])
-        try:
+
+        def search(table: Any) -> list[dict[str, Any]]:
             from lancedb.query import MatchQuery
 
             # a plain match query (OR of the analysed terms): the text is never parsed as query syntax
@@ -346,8 +348,8 @@ class LanceStore:
                 query = query.where(_in_list("id", only_ids), prefilter=True)
             rows = self._result_rows(query.to_arrow(), with_vectors)
             return sorted(rows, key=lambda r: (-r["_score"], r["id"]))[:k]
-        except Exception as exc:
-            raise StoreCorrupt(f"full-text search failed in {self.path}: {exc}") from exc
+
+        return self._on_latest(CHUNKS, "full-text search failed", search, empty=[])
 
     @staticmethod
     def _result_rows(data: Any, with_vectors: bool) -> list[dict[str, Any]]:

@@ -205,3 +205,10 @@ def test_a_read_of_a_version_another_process_compacted_away_reads_the_latest(tmp
     stale.checkout_latest = lambda: None  # the compaction lands between the reader's checkout and its read
     assert set(reader.chunk_meta()) == {"a", "b"}
     assert reader._tables[CHUNKS] is not stale
+    # a search through a handle whose version was compacted away (vector and full-text go through the same retry)
+    writer.upsert_chunks(rows("c"), np.ones((1, 4), dtype=np.float32))
+    writer.compact()
+    stale = reader._tables[CHUNKS]
+    stale.checkout_latest = lambda: None
+    assert {r["id"] for r in reader.search(np.ones(4, dtype=np.float32), 5)} == {"a", "b", "c"}
+    assert reader._tables[CHUNKS] is not stale

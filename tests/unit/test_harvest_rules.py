@@ -380,7 +380,7 @@ def test_a_read_page_or_pdf_is_refused_under_max_pages_and_after_a_full_disk():
     crawl = types.SimpleNamespace(
         budget=CrawlBudget(max_pages=1, max_attempts=10, max_duration_s=60),
         accepted=0,
-        writer=types.SimpleNamespace(queue=asyncio.Queue()),
+        writer=types.SimpleNamespace(queue=(q := asyncio.Queue()), put=q.put),
         charter=types.SimpleNamespace(allowed_domains=["a.example"]),
         finish=lambda event, outcome, reason: finished.__setitem__(event.url, (outcome, reason)),
     )
