@@ -3,9 +3,9 @@
 Text is first cut at line breaks (extraction puts every block, heading and list item on its own line), then
 each line is segmented by a maintained rule-based segmenter that knows abbreviations ("Dr.", "U.S.", "e.g."),
 initials ("J. R. R. Tolkien"), decimals ("2.5 s"), quotations and list items; a few rules of brt's own
-overrule it where it cuts after a title ("Dr." | "Who"), a month before a day ("Oct." | "5") or a semicolon
-and keep a Wikipedia tag ("[citation needed]") with the sentence it follows. The segmenter was chosen by
-measurement (bench/segmentation.py, BENCHMARKS.md "Sentence segmentation"): **syntok** (boundary F1 0.995 on 455
+overrule it where it cuts after a title ("Dr." | "Who") or a month before a day ("Oct." | "5") and keep a
+Wikipedia tag ("[citation needed]") with the sentence it follows. The segmenter was chosen by measurement
+(bench/segmentation.py, BENCHMARKS.md "Sentence segmentation"): **syntok** (boundary F1 0.991 on 455
 hand-checked sentences, about 1 M characters a second); ``sentencex`` (faster, misses boundaries inside
 quotations), ``pysbd`` and brt's former regex stay selectable for the benchmark.
 
@@ -36,9 +36,6 @@ _TITLE_END = re.compile(
 
 # A month abbreviation before a day ("Oct." | "5–7, in Gladstone") does not end a sentence either.
 _MONTH_END = re.compile(r"(?:^|\s|\()(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.$")
-# A semicolon joins clauses or the items of a series ("elected in May 2002; Robert Watson in 1997; and …"):
-# syntok cuts after one when a capitalised word follows; brt never does.
-_CLAUSE_END = re.compile(r";[\"”’')\]]*$")
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int]:
@@ -121,9 +118,7 @@ def _line_spans(text: str, start: int, end: int, starts_of: Callable[[str], list
     merged: list[tuple[int, int]] = []
     for s, e in spans:
         before = text[merged[-1][0] : merged[-1][1]] if merged else ""
-        if merged and (
-            _TITLE_END.search(before) or _CLAUSE_END.search(before) or (_MONTH_END.search(before) and text[s].isdigit())
-        ):
+        if merged and (_TITLE_END.search(before) or (_MONTH_END.search(before) and text[s].isdigit())):
             merged[-1] = (merged[-1][0], e)
             continue
         if merged and _TRAILING_TAG.match(text[s:e]) and text[merged[-1][1] - 1] in ".!?":
