@@ -65,7 +65,7 @@ class Writer:
         self.queue: asyncio.Queue[Fetched | None] = asyncio.Queue(maxsize=max_waiting)
         self.budget: CrawlBudget | None = None  # the crawl's (limits.py): a full disk stops the run
         self.task: asyncio.Task[None] | None = None
-        self.failure = "not stored: the store writer stopped"  # the reason given to pages it will never store
+        self.cause = "the store writer stopped"  # why it stopped, once it has
 
     def start(self) -> asyncio.Task[None]:
         """Run the writer as a task of the running loop."""
@@ -73,16 +73,13 @@ class Writer:
         return self.task
 
     async def put(self, item: Fetched) -> None:
-        """Hand a page to the writer; waits while ``max_waiting`` pages wait already. When the writer has failed
-        the page is settled ``failed`` at once: nothing waits for a writer that is gone."""
+        """Hand a page to the (started) writer; waits while ``max_waiting`` pages wait already. When the writer
+        has failed the page is settled ``failed`` at once: nothing waits for a writer that is gone."""
         task = self.task
-        if task is None:
-            await self.queue.put(item)
-            return
+        assert task is not None, "Writer.start() first"
         if not task.done() and await self._put_unless_ended(item, task):
-            if not task.done():
-                return
-            self._fail_waiting(self.failure)  # it went in as the writer ended
+            if task.done():  # it went in as the writer ended
+                self._fail_waiting()
             return
         self._settle_failed(item, self.failure)
 
@@ -97,7 +94,7 @@ class Writer:
         try:
             await task
         except Exception as exc:
-            raise HarvestError(self.failure.removeprefix("not stored: ")) from exc
+            raise HarvestError(self.cause) from exc
 
     async def _put_unless_ended(self, item: Fetched | None, task: asyncio.Task[None]) -> bool:
         """Queue ``item`` unless the writer ends first; whether it was queued."""
@@ -116,18 +113,22 @@ class Writer:
             await self._run()
         except Exception as exc:
             logger.exception("the store writer failed")
-            cause = f"the store writer failed ({type(exc).__name__}: {first_line(exc)})"
-            self.failure = f"not stored: {cause}"
+            self.cause = f"the store writer failed ({type(exc).__name__}: {first_line(exc)})"
             if self.budget is not None:
-                self.budget.stop(cause)
-            self._fail_waiting(self.failure)
+                self.budget.stop(self.cause)
+            self._fail_waiting()
             raise
 
-    def _fail_waiting(self, reason: str) -> None:
+    @property
+    def failure(self) -> str:
+        """The reason given to pages the writer will never store."""
+        return f"not stored: {self.cause}"
+
+    def _fail_waiting(self) -> None:
         while not self.queue.empty():
             item = self.queue.get_nowait()
             if item is not None:
-                self._settle_failed(item, reason)
+                self._settle_failed(item, self.failure)
 
     def _settle_failed(self, item: Fetched, reason: str) -> None:
         self.release(item.event)
