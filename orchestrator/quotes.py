@@ -10,21 +10,23 @@ W_LEXICAL is W_LEXICAL_QUESTION for a section worded as a question (``answer_typ
 that answers a question repeats its rare terms (the name, the thing measured) where the answer to a claim is
 more often a paraphrase.
 
-BM25 (k1 = 1.2, b = 0.75) is computed over the candidates' sentences (lower-cased words less stop words, a
-plural ``s`` folded), so its idf says which of the question's words are rare among the candidates. In each
-chunk the quote starts at its best sentence and **grows into the neighbouring sentence** (next first) when that
-one carries the expected type and the best one does not, then into its better-ranked neighbours while it is
-shorter than MIN_QUOTE_WORDS (the answer often stands beside the sentence that restates the question). A heading
-or headline line is quoted (marked ``heading``) only when it carries the expected type and out-ranks the chunk's
-prose. For a question, a chunk offers a **second quote** when another of its passages, apart from the first
-quote, ranks within SECOND_QUOTE_MARGIN of it: the answer may stand three sentences from the one that restates
-the question; the two are separate blocks of one page (``select_evidence`` holds each to the section's bars).
+BM25 (k1 = 1.2, b = 0.75) is computed over the candidates' sentences (lower-cased words less stop words, each
+reduced to its Snowball English stem: "salaries" and "salary", "ranged" and "range" match), so its idf says which
+of the question's words are rare among the candidates. In each chunk the quote starts at its best sentence and
+**grows into the neighbouring sentence** (next first) when that one carries the expected type and the best one does
+not, then into its better-ranked neighbours while it is shorter than MIN_QUOTE_WORDS (the answer often stands
+beside the sentence that restates the question). A heading or headline line is quoted (marked ``heading``) only
+when it carries the expected type and out-ranks the chunk's prose. For a question, a chunk offers a **second
+quote** when another of its passages, apart from the first quote, ranks within SECOND_QUOTE_MARGIN of it: the
+answer may stand three sentences from the one that restates the question; the two are separate blocks of one page
+(``select_evidence`` holds each to the section's bars).
 Sentence vectors are cached by text (``SentenceVectors``) so one synthesis never embeds a sentence twice, and
 embedded in one batch.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -77,16 +79,24 @@ BM25_K1, BM25_B = 1.2, 0.75
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
+@functools.cache
+def _stemmer() -> Any:
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    return EnglishStemmer()
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _stem(word: str) -> str:
+    if word.isalpha():
+        return _stemmer().stemWord(word)
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word  # "1990s", "mp3s": only the plural
+
+
 def terms(text: str) -> list[str]:
-    """Lower-cased content words, a plural ``s`` folded ("prices" and "price" match)."""
-    out = []
-    for w in _WORD.findall(text.lower()):
-        if w in STOP_WORDS:
-            continue
-        if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-            w = w[:-1]
-        out.append(w)
-    return out
+    """Lower-cased content words, each reduced to its stem ("prices" and "price", "salaries" and "salary",
+    "founded" and "found" match; Snowball's English stemmer), a plural ``s`` folded on words with digits."""
+    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
 
 
 def _idf(n: int, df: int) -> float:
@@ -316,13 +326,15 @@ _NUMBERS = re.compile(r"\d[\d,.]*")
 
 
 def same_facts(a: str, b: str, *, vec_cosine: float | None = None) -> bool:
-    """Whether two quotes state the same facts: their content words overlap by 80% or more of the shorter
-    one, at least 4 words (or their embeddings' cosine is 0.92 or more), and they hold the same numbers."""
+    """Whether quote ``a`` repeats the facts of an earlier quote ``b``: 80% or more of ``a``'s content words
+    are in ``b``, at least 4 words in each (or their embeddings' cosine is 0.92 or more), and they hold the same
+    numbers. Directional: a quote that says more than ``b`` (``b``'s sentence and the one after it, which holds
+    the answer) does not repeat it, while a shorter quote inside ``b`` does."""
     if {n.strip(".,") for n in _NUMBERS.findall(a)} != {n.strip(".,") for n in _NUMBERS.findall(b)}:
         return False
     if _collapse(a).lower() == _collapse(b).lower():
         return True
     ta, tb = set(terms(a)), set(terms(b))
-    if min(len(ta), len(tb)) >= 4 and len(ta & tb) / min(len(ta), len(tb)) >= 0.8:
+    if min(len(ta), len(tb)) >= 4 and len(ta & tb) / len(ta) >= 0.8:
         return True
     return vec_cosine is not None and vec_cosine >= 0.92
