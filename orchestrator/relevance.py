@@ -69,7 +69,22 @@ def named_subjects(question: str) -> list[str]:
 
 def mentions(text: str, name: str) -> bool:
     """Whether ``text`` contains ``name`` as whole words (case and spacing ignored), its last word perhaps in the
-    plural or possessive ("Normans", "Huguenots", "Google's" mention "Norman", "Huguenot", "Google")."""
+    plural or possessive ("Normans", "Huguenots", "Google's" mention "Norman", "Huguenot", "Google"); an acronym
+    is also mentioned by the capitalised words it abbreviates ("United Methodist Church" for "UMC", "Victoria
+    and Albert Museum" for "V&A")."""
     words = [re.escape(w) for w in name.split()]
     pattern = r"(?<![\w])" + r"\s+".join(words) + r"(?:['’]?s|es)?(?![\w])"
-    return re.search(pattern, text, re.IGNORECASE) is not None
+    if re.search(pattern, text, re.IGNORECASE) is not None:
+        return True
+    return _ACRONYM.fullmatch(name) is not None and re.search(_expansion(name), text) is not None
+
+
+# An acronym of 2-6 capitals ("&" between them allowed), and the capitalised words that spell it, one word per
+# letter, connectors ("of", "and", ...) between them: case-sensitive, so "the united methodist church" is not it.
+_ACRONYM = re.compile(r"[A-Z](?:&?[A-Z]){1,5}")
+_EXPANSION_GAP = r"[\s-]+(?:(?:" + "|".join(sorted(_NAME_CONNECTORS)) + r"|&)\s+)*"
+
+
+def _expansion(acronym: str) -> str:
+    letters = [c for c in acronym if c.isalpha()]
+    return r"(?<![\w])" + _EXPANSION_GAP.join(rf"{c}[^\W\d_]*" for c in letters) + r"(?![\w])"
