@@ -321,6 +321,22 @@ def test_same_facts_on_two_pages_merge_but_other_numbers_do_not():
     assert not same_facts(a, b.replace("$499", "$549"))
 
 
+def test_a_quote_that_says_more_than_an_earlier_block_is_not_merged_into_it():
+    first = (
+        "Together with Coke, Wesley sent a revision of the Prayerbook which was adopted by the Baltimore "
+        "Christmas Conference, officially establishing the Methodist Episcopal Church."
+    )
+    grown = first + " The conference was held at the Lovely Lane Methodist Church, considered the mother church."
+    assert not same_facts(grown, first)  # the later quote holds the answer the earlier one lacks
+    assert same_facts(first, grown)  # a later quote inside an earlier block repeats it
+    cands = [_cand(first, 0.60, "https://umc.example/h"), _cand(grown, 0.58, "https://umc.example/h")]
+    chosen = select_evidence(cands, k=5, min_score=0.35)
+    assert [c.choice.quote for c in chosen] == [first, grown]
+    cands = [_cand(grown, 0.60, "https://umc.example/h"), _cand(first, 0.58, "https://umc.example/h")]
+    chosen = select_evidence(cands, k=5, min_score=0.35)
+    assert [c.choice.quote for c in chosen] == [grown] and chosen[0].also == []  # same page: no second source
+
+
 def test_two_pages_with_the_same_fact_give_one_block_with_two_sources(brt_home, embedder):
     from memory_store import Memory
     from orchestrator.charter import Section

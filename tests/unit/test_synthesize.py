@@ -189,6 +189,19 @@ def test_named_subjects_and_mentions():
     assert not mentions("Normandy experienced a golden age", "Norman") and not mentions("Normanesque", "Norman")
 
 
+
+def test_an_acronym_is_mentioned_by_the_words_it_abbreviates():
+    assert mentions("The United Methodist Church (x) baptises infants.", "UMC")
+    assert mentions("The Victoria and Albert Museum, London", "V&A")
+    assert mentions("exports to the United States rose", "US")
+    assert mentions("the Bank of England raised", "BE")  # connectors between the words
+    # the capitals must spell it, word by word, case-sensitively: lower-case words and other initials do not
+    assert not mentions("the united methodist church", "UMC")
+    assert not mentions("United Methodist congregations", "UMC")
+    assert not mentions("Ultra Methodist Church", "UMCX")
+    # only acronyms expand: a capitalised name still needs its own words
+    assert not mentions("Great Dining Room", "Green Dining Room")
+
 def test_select_evidence_keeps_the_quotes_that_name_what_was_asked():
     def cand(quote, names):
         return Candidate(_Hit("http://x/" + quote), QuoteChoice(quote), 0.6, names)
@@ -217,3 +230,15 @@ def test_term_coverage_weighs_a_questions_rare_terms():
     physics_only, prize_only = term_coverage("physics prize", ["physics", "prize", "prize", "prize"])[:2]
     assert physics_only > prize_only
     assert term_coverage("the and of", docs) == [0.0] * 4 and term_coverage("physics", []) == []
+
+
+def test_terms_are_stems():
+    from orchestrator.quotes import bm25_scores, terms
+
+    assert terms("Salaries ranged widely") == terms("salary range wide")
+    assert terms("The franchise was founded in 1995") == terms("franchise founding 1995")
+    assert terms("the 1990s and 1990") == ["1990", "1990"]  # a plural of a word with digits still folds
+    # a sentence that says "salaries ... ranged" now scores for a question about "salary range"
+    docs = ["Salaries for teachers ranged from 20,133 to 41,004.", "Teachers in Wales are paid well."]
+    scores = bm25_scores("What was the high end of the salary range?", docs)
+    assert scores[0] > 0 and scores[1] == 0
