@@ -189,13 +189,16 @@ def choose_span(
     typed: list[bool],
     want_type: bool = False,
     barred: range = range(0),
+    focus: frozenset[str] = frozenset(),
 ) -> Quote:
     """The quote of one chunk: its best-ranked prose sentence, grown into a neighbour that carries the expected
     type when the best one does not, and with its better-ranked neighbours while the quote is under
     MIN_QUOTE_WORDS words; never across a heading or from one list item into the next; at most MAX_QUOTE_WORDS
-    words. A heading is quoted itself only when it carries the expected type and
-    out-ranks every sentence; a heading that out-ranks every sentence by HEADING_MARGIN otherwise points at the
-    prose under it (the quote then ranks as its heading). Sentences in ``barred`` (another quote's) are left out."""
+    words (a longer one keeps the MAX_QUOTE_WORDS words that hold most of the ``focus`` terms, the question's:
+    the answer of a long sentence may stand at its end). A heading is quoted itself only when it carries the
+    expected type and out-ranks every sentence; a heading that out-ranks every sentence by HEADING_MARGIN
+    otherwise points at the prose under it (the quote then ranks as its heading). Sentences in ``barred``
+    (another quote's) are left out."""
     if not spans:
         words = text.split()
         return Quote(" ".join(words[:MAX_QUOTE_WORDS]) + (" …" if len(words) > MAX_QUOTE_WORDS else ""))
@@ -253,10 +256,8 @@ def choose_span(
     marker = LIST_MARKER.match(text[start : spans[lo][1]])
     if marker:
         start += marker.end()
-    quote = _collapse(text[start : spans[hi][1]])
-    if len(quote.split()) > MAX_QUOTE_WORDS:
-        quote = " ".join(quote.split()[:MAX_QUOTE_WORDS]) + " …"
-    if lo > 0 and not (text[start].isupper() or text[start].isdigit() or text[start] in "\"“‘'([$€£"):
+    quote, cut_head = _window(_collapse(text[start : spans[hi][1]]), focus)
+    if cut_head or (lo > 0 and not (text[start].isupper() or text[start].isdigit() or text[start] in "\"“‘'([$€£")):
         quote = "… " + quote
     title = owner[lo]
     context = _collapse(text[spans[title][0] : spans[title][1]]) if title is not None else None
@@ -264,6 +265,32 @@ def choose_span(
     if heading_rank is not None:
         best_rank = max(best_rank, heading_rank)
     return Quote(quote, context, by_heading, False, best_rank, has_type or any(typed[lo : hi + 1]), (lo, hi))
+
+
+def _window(quote: str, focus: frozenset[str]) -> tuple[str, bool]:
+    """``quote`` cut to MAX_QUOTE_WORDS words ("…" where cut), and whether its head was cut: the window is
+    centred on the shortest run of words that holds the most distinct ``focus`` terms (the question's: the
+    answer stands beside them), the head when it holds none."""
+    words = quote.split()
+    if len(words) <= MAX_QUOTE_WORDS:
+        return quote, False
+    held = [set(terms(w)) & focus for w in words]
+    want = len(set().union(*held))
+    first = 0
+    if want:
+        run = (0, len(words) - 1)
+        for i in range(len(words)):  # the shortest run from each word that holds all ``want`` terms
+            seen: set[str] = set()
+            for j in range(i, min(len(words), i + run[1] - run[0] + 1)):
+                seen |= held[j]
+                if len(seen) == want:
+                    if j - i < run[1] - run[0]:
+                        run = (i, j)
+                    break
+        spare = MAX_QUOTE_WORDS - (run[1] - run[0] + 1)
+        first = min(max(0, run[0] - spare // 2), len(words) - MAX_QUOTE_WORDS)
+    end = first + MAX_QUOTE_WORDS
+    return " ".join(words[first:end]) + (" …" if end < len(words) else ""), first > 0
 
 
 def second_span(
@@ -274,6 +301,7 @@ def second_span(
     typed: list[bool],
     want_type: bool,
     first: Quote,
+    focus: frozenset[str] = frozenset(),
 ) -> Quote | None:
     """The chunk's second quote: chosen as ``choose_span`` chooses, among the sentences outside ``first`` and
     never growing into it, when the best of them ranks within SECOND_QUOTE_MARGIN of ``first``; else None."""
@@ -281,7 +309,7 @@ def second_span(
     rest = [i for i in range(len(spans)) if i not in barred]
     if not barred or not rest or max(rank[i] for i in rest) < first.rank - SECOND_QUOTE_MARGIN:
         return None
-    return choose_span(text, spans, rank, typed=typed, want_type=want_type, barred=barred)
+    return choose_span(text, spans, rank, typed=typed, want_type=want_type, barred=barred, focus=focus)
 
 
 def quote_hits(
@@ -306,14 +334,19 @@ def quote_hits(
     lex = bm25_scores(question, flat)
     top = max(lex) if lex and max(lex) > 0 else 1.0
     typed = [carries(t, kind, question) for t in flat]
+    focus = frozenset(terms(question))
     rank = [c + w_lexical * b / top + (W_TYPE if ty else 0.0) for c, b, ty in zip(cos, lex, typed, strict=True)]
     per_hit: list[list[Quote]] = []
     pos = 0
     for h, spans in zip(hits, all_spans, strict=True):
         end = pos + len(spans)
         args = (h.text, spans, rank[pos:end])
-        first = choose_span(*args, typed=typed[pos:end], want_type=kind is not None)
-        second = second_span(*args, typed=typed[pos:end], want_type=kind is not None, first=first) if asks else None
+        first = choose_span(*args, typed=typed[pos:end], want_type=kind is not None, focus=focus)
+        second = (
+            second_span(*args, typed=typed[pos:end], want_type=kind is not None, first=first, focus=focus)
+            if asks
+            else None
+        )
         per_hit.append([first] if second is None else [first, second])
         pos = end
     scores = iter((vectors([q.in_context for qs in per_hit for q in qs]) @ qvec).tolist())

@@ -242,3 +242,23 @@ def test_terms_are_stems():
     docs = ["Salaries for teachers ranged from 20,133 to 41,004.", "Teachers in Wales are paid well."]
     scores = bm25_scores("What was the high end of the salary range?", docs)
     assert scores[0] > 0 and scores[1] == 0
+
+
+def test_a_long_sentences_quote_keeps_the_words_around_the_questions_terms():
+    from orchestrator.quotes import choose_span, terms
+
+    filler = " ".join(f"and the expansion of cable network number {i}" for i in range(9))
+    text = (
+        "A second period of international expansion is linked to that of the sports network in the 1990s, "
+        f"{filler}, although Disney also sold its 33% stake in Eurosport for $155 million in June 2000."
+    )
+    assert len(text.split()) > MAX_QUOTE_WORDS
+    spans = [(0, len(text))]
+    question = "How much did Disney sell its stake in Eurosport for?"
+    quote = choose_span(text, spans, [0.5], typed=[True], want_type=True, focus=frozenset(terms(question))).quote
+    assert "stake in Eurosport for $155 million" in quote and quote.startswith("… ")
+    assert len(quote.strip("… ").split()) == MAX_QUOTE_WORDS
+    assert quote.strip("… ") in text
+    # without the question's terms (or when none is in it) the quote is the sentence's head, as before
+    head = choose_span(text, spans, [0.5], typed=[True], want_type=True).quote
+    assert head.startswith("A second period") and head.endswith(" …") and "$155" not in head
