@@ -8,7 +8,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -369,7 +369,8 @@ def select_evidence(
     when the first of them names what the question names (``named``), only those that do; best rank first
     (retrieval order among equals); only those within ``margin`` of the best rank (None: no margin); a quote
     stating the same facts as an earlier one (``quotes.same_facts``) is merged into it (``also``) instead of
-    repeated. At most ``k``."""
+    repeated, and a quote of the same chunk that holds an earlier block's quote and more replaces that block's
+    quote (keeping its place). At most ``k``."""
     kept = [
         c
         for c in candidates
@@ -390,9 +391,23 @@ def select_evidence(
             urls = {twin.hit.metadata.get("url")} | {a.hit.metadata.get("url") for a in twin.also}
             if c.hit.metadata.get("url") not in urls:
                 twin.also.append(c)
+            continue
+        inner = next((i for i, o in enumerate(chosen) if _widens(c, o)), None)
+        if inner is not None:  # the block takes the wider quote (and its score), keeps its place and sources
+            chosen[inner] = replace(c, rank=chosen[inner].rank, also=chosen[inner].also)
         elif len(chosen) < k:
             chosen.append(c)
     return chosen
+
+
+def _widens(wide: Candidate, narrow: Candidate) -> bool:
+    """Whether ``wide`` quotes the same page as ``narrow`` (another chunk of it, perhaps: chunks overlap) and its
+    quote holds all of ``narrow``'s and more (the sentence of an earlier block and the next one, which holds the
+    answer): one block, not the same text twice."""
+    if wide.hit.metadata.get("url") != narrow.hit.metadata.get("url"):
+        return False
+    inner = " ".join(narrow.choice.quote.strip("… ").split())
+    return len(inner) > 0 and inner in " ".join(wide.choice.quote.split())
 
 
 def synthesize_section(

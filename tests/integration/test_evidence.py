@@ -329,12 +329,31 @@ def test_a_quote_that_says_more_than_an_earlier_block_is_not_merged_into_it():
     grown = first + " The conference was held at the Lovely Lane Methodist Church, considered the mother church."
     assert not same_facts(grown, first)  # the later quote holds the answer the earlier one lacks
     assert same_facts(first, grown)  # a later quote inside an earlier block repeats it
-    cands = [_cand(first, 0.60, "https://umc.example/h"), _cand(grown, 0.58, "https://umc.example/h")]
+    # on another page the longer quote is a block of its own, not a second source of the first
+    cands = [_cand(first, 0.60, "https://umc.example/h"), _cand(grown, 0.58, "https://mirror.example/h")]
     chosen = select_evidence(cands, k=5, min_score=0.35)
-    assert [c.choice.quote for c in chosen] == [first, grown]
+    assert [c.choice.quote for c in chosen] == [first, grown] and chosen[0].also == []
     cands = [_cand(grown, 0.60, "https://umc.example/h"), _cand(first, 0.58, "https://umc.example/h")]
     chosen = select_evidence(cands, k=5, min_score=0.35)
     assert [c.choice.quote for c in chosen] == [grown] and chosen[0].also == []  # same page: no second source
+
+
+def test_a_wider_quote_of_the_same_page_replaces_the_earlier_block_in_its_place():
+    first = "The conference adopted the Articles of Religion and established the Methodist Episcopal Church."
+    grown = first + " The conference was held at the Lovely Lane Methodist Church in Baltimore."
+    other = "Methodism spread quickly along the frontier through circuit riders and camp meetings."
+    cands = [
+        _cand(first, 0.80, "https://umc.example/h", score=0.62),
+        _cand(other, 0.70, "https://other.example/m"),
+        _cand(grown, 0.60, "https://umc.example/h", score=0.55),  # another chunk of the same page
+    ]
+    chosen = select_evidence(cands, k=5, min_score=0.35)
+    assert [c.choice.quote for c in chosen] == [grown, other]  # one block of the page, not its text twice
+    assert chosen[0].score == 0.55 and chosen[0].rank == 0.80  # the quote's own score; the block keeps its place
+    # on another page the same words are a second source of one block (same facts), not a wider quote
+    cands[2] = _cand(first, 0.60, "https://mirror.example/h")
+    chosen = select_evidence(cands, k=5, min_score=0.35)
+    assert [c.choice.quote for c in chosen] == [first, other] and len(chosen[0].also) == 1
 
 
 def test_two_pages_with_the_same_fact_give_one_block_with_two_sources(brt_home, embedder):
