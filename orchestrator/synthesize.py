@@ -369,8 +369,8 @@ def select_evidence(
     when the first of them names what the question names (``named``), only those that do; best rank first
     (retrieval order among equals); only those within ``margin`` of the best rank (None: no margin); a quote
     stating the same facts as an earlier one (``quotes.same_facts``) is merged into it (``also``) instead of
-    repeated, and a quote of the same chunk that holds an earlier block's quote and more replaces that block's
-    quote (keeping its place). At most ``k``."""
+    repeated, and a quote of the same page that holds an earlier block's quote and more replaces that block's
+    quote (keeping its place; other blocks it holds go). At most ``k``."""
     kept = [
         c
         for c in candidates
@@ -392,9 +392,11 @@ def select_evidence(
             if c.hit.metadata.get("url") not in urls:
                 twin.also.append(c)
             continue
-        inner = next((i for i, o in enumerate(chosen) if _widens(c, o)), None)
-        if inner is not None:  # the block takes the wider quote (and its score), keeps its place and sources
-            chosen[inner] = replace(c, rank=chosen[inner].rank, also=chosen[inner].also)
+        inner = [o for o in chosen if _widens(c, o)]
+        if inner:  # the first block it holds takes the wider quote (and its score), keeps its place and sources
+            also = [a for o in inner for a in o.also]
+            chosen[chosen.index(inner[0])] = replace(c, rank=inner[0].rank, also=also)
+            chosen = [o for o in chosen if o not in inner[1:]]
         elif len(chosen) < k:
             chosen.append(c)
     return chosen

@@ -350,8 +350,18 @@ def test_a_wider_quote_of_the_same_page_replaces_the_earlier_block_in_its_place(
     chosen = select_evidence(cands, k=5, min_score=0.35)
     assert [c.choice.quote for c in chosen] == [grown, other]  # one block of the page, not its text twice
     assert chosen[0].score == 0.55 and chosen[0].rank == 0.80  # the quote's own score; the block keeps its place
+    # a wider quote that holds two earlier blocks of its page replaces the first and takes the second's place
+    later = "The conference also ordained Francis Asbury as superintendent of the new church in America."
+    cands = [
+        _cand(first, 0.80, "https://umc.example/h", score=0.62),
+        _cand(other, 0.70, "https://other.example/m"),
+        _cand(later, 0.65, "https://umc.example/h"),
+        _cand(f"{first} {later}", 0.60, "https://umc.example/h", score=0.57),
+    ]
+    chosen = select_evidence(cands, k=5, min_score=0.35)
+    assert [c.choice.quote for c in chosen] == [f"{first} {later}", other] and chosen[0].score == 0.57
     # on another page the same words are a second source of one block (same facts), not a wider quote
-    cands[2] = _cand(first, 0.60, "https://mirror.example/h")
+    cands = [cands[0], cands[1], _cand(first, 0.60, "https://mirror.example/h")]
     chosen = select_evidence(cands, k=5, min_score=0.35)
     assert [c.choice.quote for c in chosen] == [first, other] and len(chosen[0].also) == 1
 
