@@ -5,7 +5,7 @@ each line is segmented by a maintained rule-based segmenter that knows abbreviat
 initials ("J. R. R. Tolkien"), decimals ("2.5 s"), quotations and list items; a few rules of brt's own
 overrule it where it cuts after a title ("Dr." | "Who") or a month before a day ("Oct." | "5") and keep a
 Wikipedia tag ("[citation needed]") with the sentence it follows. The segmenter was chosen by measurement
-(bench/segmentation.py, BENCHMARKS.md "Sentence segmentation"): **syntok** (boundary F1 0.991 on 455
+(bench/segmentation.py, BENCHMARKS.md "Sentence segmentation"): **syntok** (boundary F1 0.994 on 455
 hand-checked sentences, about 1 M characters a second); ``sentencex`` (faster, misses boundaries inside
 quotations), ``pysbd`` and brt's former regex stay selectable for the benchmark.
 

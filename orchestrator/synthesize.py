@@ -408,8 +408,8 @@ def _widens(wide: Candidate, narrow: Candidate) -> bool:
     answer): one block, not the same text twice."""
     if wide.hit.metadata.get("url") != narrow.hit.metadata.get("url"):
         return False
-    inner = " ".join(narrow.choice.quote.strip("… ").split())
-    return len(inner) > 0 and inner in " ".join(wide.choice.quote.split())
+    inner = _collapse(narrow.choice.quote.strip("… "))
+    return len(inner) > 0 and inner in _collapse(wide.choice.quote)
 
 
 def synthesize_section(
