@@ -15,7 +15,10 @@ reduced to its Snowball English stem: "salaries" and "salary", "ranged" and "ran
 of the question's words are rare among the candidates. In each chunk the quote starts at its best sentence and
 **grows into the neighbouring sentence** (next first) when that one carries the expected type and the best one does
 not, then into its better-ranked neighbours while it is shorter than MIN_QUOTE_WORDS (the answer often stands
-beside the sentence that restates the question). A heading or headline line is quoted (marked ``heading``) only
+beside the sentence that restates the question); a quote that grew so offers its **core** (the sentences before
+that growth) as a quote of its own, since neighbours that say little of the question can pull a sentence that
+answers it under the bar (``select_evidence`` holds a core to the question's terms and drops it where the grown
+quote is a block). A heading or headline line is quoted (marked ``heading``) only
 when it carries the expected type and out-ranks the chunk's prose. For a question, a chunk offers a **second
 quote** when another of its passages, apart from the first quote, ranks within SECOND_QUOTE_MARGIN of it: the
 answer may stand three sentences from the one that restates the question; the two are separate blocks of one page
@@ -31,7 +34,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from concept_index.text import LIST_MARKER, is_heading
@@ -171,6 +174,8 @@ class Quote:
     rank: float = 0.0  # best rank score among its sentences
     carries_type: bool = False
     sentences: tuple[int, int] = (0, -1)  # the chunk's first and last sentence in the quote (spans' indices)
+    core: Quote | None = None  # the quote before it grew to MIN_QUOTE_WORDS (None when it did not grow)
+    is_core: bool = False  # this quote is another quote's core, offered beside it (``quote_hits``)
 
     @property
     def in_context(self) -> str:
@@ -242,6 +247,7 @@ def choose_span(
                 if words(a, b) <= MAX_QUOTE_WORDS:
                     lo, hi, has_type = a, b, True
                     break
+    core = (lo, hi)
     while words(lo, hi) < MIN_QUOTE_WORDS:
         options = []
         if lo > 0 and joinable(lo - 1, False):
@@ -252,19 +258,29 @@ def choose_span(
         if not options:
             break
         _, lo, hi = max(options)
-    start = spans[lo][0]
-    marker = LIST_MARKER.match(text[start : spans[lo][1]])
-    if marker:
-        start += marker.end()
-    quote, cut_head = _window(_collapse(text[start : spans[hi][1]]), focus)
-    if cut_head or (lo > 0 and not (text[start].isupper() or text[start].isdigit() or text[start] in "\"“‘'([$€£")):
-        quote = "… " + quote
-    title = owner[lo]
-    context = _collapse(text[spans[title][0] : spans[title][1]]) if title is not None else None
-    best_rank = max(rank[lo : hi + 1])
-    if heading_rank is not None:
-        best_rank = max(best_rank, heading_rank)
-    return Quote(quote, context, by_heading, False, best_rank, has_type or any(typed[lo : hi + 1]), (lo, hi))
+
+    def quote_of(lo: int, hi: int) -> Quote:
+        start = spans[lo][0]
+        marker = LIST_MARKER.match(text[start : spans[lo][1]])
+        if marker:
+            start += marker.end()
+        quote, cut_head = _window(_collapse(text[start : spans[hi][1]]), focus)
+        if cut_head or (lo > 0 and not (text[start].isupper() or text[start].isdigit() or text[start] in _OPENERS)):
+            quote = "… " + quote
+        title = owner[lo]
+        context = _collapse(text[spans[title][0] : spans[title][1]]) if title is not None else None
+        best_rank = max(rank[lo : hi + 1])
+        if heading_rank is not None:
+            best_rank = max(best_rank, heading_rank)
+        return Quote(quote, context, by_heading, False, best_rank, has_type or any(typed[lo : hi + 1]), (lo, hi))
+
+    grown = quote_of(lo, hi)
+    if (lo, hi) != core:
+        grown.core = replace(quote_of(*core), is_core=True)
+    return grown
+
+
+_OPENERS = "\"“‘'([$€£"
 
 
 def _window(quote: str, focus: frozenset[str]) -> tuple[str, bool]:
@@ -321,8 +337,8 @@ def quote_hits(
     split: Any,
 ) -> list[list[tuple[Quote, float]]]:
     """Each hit's quotes for ``question`` (its best, then for a question a second one when ``second_span`` finds
-    one), each with its score (the cosine of the quote, read under its heading, to the question). ``split``
-    gives a text's sentence spans."""
+    one; each followed by its core when it grew, ``Quote.core``), each with its score (the cosine of the quote,
+    read under its heading, to the question). ``split`` gives a text's sentence spans."""
     kind: AnswerType | None = expected_type(question)
     asks = is_question(question)
     w_lexical = W_LEXICAL_QUESTION if asks else W_LEXICAL
@@ -347,7 +363,8 @@ def quote_hits(
             if asks
             else None
         )
-        per_hit.append([first] if second is None else [first, second])
+        quotes = [first] if second is None else [first, second]
+        per_hit.append([offered for q in quotes for offered in (q, q.core) if offered is not None])
         pos = end
     scores = iter((vectors([q.in_context for qs in per_hit for q in qs]) @ qvec).tolist())
     return [[(q, next(scores)) for q in qs] for qs in per_hit]

@@ -350,6 +350,10 @@ RANK_MARGIN = 0.35
 # Unless the quote holds FAR_COVERAGE of the question's term weight (``Candidate.covers``): then its own words
 # say it is about what was asked, not a coincidence of wording ("What is another name for State Route 168?" ->
 # "State Route 168, the Sierra Freeway, ..." at 0.376 in a chunk at 0.31; the HTTP/3 sentence holds 0.14).
+# A quote's core (the sentences it held before it grew to quotes.MIN_QUOTE_WORDS) is offered beside it: growth
+# can pull a sentence that answers (0.79: "The V&A covers 12.5 acres ...") under the bar (0.34 with its two
+# neighbours). The core must hold FAR_COVERAGE too: one short sentence matches by a coincidence of wording more
+# easily than a passage (the demo's HTTP/3 section: "... when that URL has enough traffic ..." at 0.48, terms 0.11).
 FAR_CHUNK_MARGIN = 0.05
 FAR_COVERAGE = 0.30
 
@@ -365,16 +369,18 @@ def select_evidence(
 ) -> list[Candidate]:
     """The evidence among ``candidates`` (in retrieval order): those whose quote score meets ``min_score`` (and
     ``min_score + FAR_CHUNK_MARGIN`` when the chunk as a whole does not and the quote holds under FAR_COVERAGE of
-    the question's terms);
+    the question's terms), a quote's core (``quotes.Quote.core``) only when it holds FAR_COVERAGE of them;
     when the first of them names what the question names (``named``), only those that do; best rank first
     (retrieval order among equals); only those within ``margin`` of the best rank (None: no margin); a quote
     stating the same facts as an earlier one (``quotes.same_facts``) is merged into it (``also``) instead of
-    repeated, and a quote of the same page that holds an earlier block's quote and more replaces that block's
-    quote (keeping its place; other blocks it holds go). At most ``k``."""
+    repeated, a quote inside an earlier block's quote of the same page is dropped, and a quote of the same page
+    that holds an earlier block's quote and more replaces that block's quote (keeping its place; other blocks it
+    holds go). At most ``k``."""
     kept = [
         c
         for c in candidates
         if c.score >= min_score + (0.0 if c.hit.score >= min_score or c.covers >= FAR_COVERAGE else FAR_CHUNK_MARGIN)
+        and (c.covers >= FAR_COVERAGE or not getattr(c.choice, "is_core", False))
     ]
     # Anchored on the first candidate: when retrieval's best page never names it, the sources may word the name
     # otherwise, and nothing is dropped. On SciFact the anchored check keeps p@1 and raises precision; dropping
@@ -386,6 +392,8 @@ def select_evidence(
         kept = [c for c in kept if c.rank >= kept[0].rank - margin]
     chosen: list[Candidate] = []
     for c in kept:
+        if any(_widens(o, c) for o in chosen):  # its words are already a block's, from the same page
+            continue
         twin = next((o for o in chosen if same_facts(c.choice.quote, o.choice.quote)), None)
         if twin is not None:
             urls = {twin.hit.metadata.get("url")} | {a.hit.metadata.get("url") for a in twin.also}
