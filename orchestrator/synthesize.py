@@ -351,9 +351,10 @@ RANK_MARGIN = 0.35
 # say it is about what was asked, not a coincidence of wording ("What is another name for State Route 168?" ->
 # "State Route 168, the Sierra Freeway, ..." at 0.376 in a chunk at 0.31; the HTTP/3 sentence holds 0.14).
 # A quote's core (the sentences it held before it grew to quotes.MIN_QUOTE_WORDS) is offered beside it: growth
-# can pull a sentence that answers (0.79: "The V&A covers 12.5 acres ...") under the bar (0.34 with its two
-# neighbours). The core must hold FAR_COVERAGE too: one short sentence matches by a coincidence of wording more
-# easily than a passage (the demo's HTTP/3 section: "... when that URL has enough traffic ..." at 0.48, terms 0.11).
+# can pull a sentence that answers (0.56: "The V&A covers 12.5 acres ..." under its heading) under the bar (0.34
+# with its two neighbours). The core must hold FAR_COVERAGE too: one short sentence matches by a coincidence of
+# wording more easily than a passage (the demo's HTTP/3 section: "... when that URL has enough traffic ..." at
+# 0.48, terms 0.11).
 FAR_CHUNK_MARGIN = 0.05
 FAR_COVERAGE = 0.30
 

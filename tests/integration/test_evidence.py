@@ -19,7 +19,7 @@ from orchestrator.quotes import (
     same_facts,
     second_span,
 )
-from orchestrator.synthesize import Candidate, candidate_rank, select_evidence, split_sentences
+from orchestrator.synthesize import Candidate, answer_candidates, candidate_rank, select_evidence, split_sentences
 
 
 def test_segmenter_knows_abbreviations_initials_decimals_quotes_and_list_items():
@@ -267,16 +267,80 @@ def test_the_answer_three_sentences_from_the_restating_one_is_a_second_block(emb
     quoted = quote_hits(
         question, [hit], SentenceVectors(embedder), embedder.embed_queries([question])[0], split=split_sentences
     )
-    (first, _), (second, _) = quoted[0]
+    first, second = [q for q, _ in quoted[0] if not q.is_core]  # each may be followed by its core
     assert "Sixteen workers died" not in first.quote and "Sixteen workers died" in second.quote
     cands = [Candidate(hit, q, score, True, candidate_rank(q.rank, 0)) for q, score in quoted[0]]
     blocks = select_evidence(cands, k=5, min_score=0.35)
     assert any("Sixteen workers died" in c.choice.quote for c in blocks)
     # a claim is matched by the passage that states it: one quote per chunk
     claim = "Sixteen workers died building the Harbour Bridge in Norrvik."
-    ((only,),) = quote_hits(
+    (quotes,) = quote_hits(
         claim, [hit], SentenceVectors(embedder), embedder.embed_queries([claim])[0], split=split_sentences
     )
+    assert len([q for q, _ in quotes if not q.is_core]) == 1
+
+
+_ROWING = (
+    "Norrvik rowing club ranked 9th in the national regatta series for the 2006 season. "
+    "Norrvik was also a regional powerhouse in rowing. "
+    "However, its dominance has been eroded by quarrels within the now defunct Norrvik Rowing Association, leading "
+    "to a ban by the league which was lifted in March 2007."
+)
+
+
+def test_a_quote_that_grew_offers_its_core_unit():
+    text = "The museum is free. It covers 12.5 acres and 145 galleries. Its collection spans five thousand years."
+    spans = split_sentences(text)
+    grown = choose_span(text, spans, [0.2, 0.8, 0.3], typed=[False] * 3, want_type=False)
+    assert grown.sentences == (0, 2) and not grown.is_core
+    assert grown.core is not None and grown.core.is_core and grown.core.sentences == (1, 1)
+    assert grown.core.quote == "It covers 12.5 acres and 145 galleries." and grown.core.rank == grown.rank
+    long = "The museum covers 12.5 acres" + ", and galleries of art and design" * 7 + ". It is free."
+    alone = choose_span(long, split_sentences(long), [0.8, 0.3], typed=[False] * 2, want_type=False)
+    assert alone.sentences == (0, 0) and alone.core is None  # MIN_QUOTE_WORDS words already: no growth, no core
+
+
+def test_the_core_of_a_quote_its_neighbours_pull_under_the_bar_is_a_block(embedder):
+    question = "When was the ban by the league lifted?"
+    hit = _Hit(_ROWING, score=0.30)
+    quoted = quote_hits(
+        question, [hit], SentenceVectors(embedder), embedder.embed_queries([question])[0], split=split_sentences
+    )
+    (grown, grown_score), (core, core_score) = quoted[0]
+    assert core is grown.core and "March 2007" in grown.quote
+    assert grown_score < 0.35 <= core_score  # the two sentences before it say nothing of the ban
+    blocks = select_evidence(answer_candidates(question, [hit], quoted), k=5, min_score=0.35)
+    assert [c.choice.quote for c in blocks] == [core.quote] and blocks[0].score == core_score
+    assert core.quote.startswith("However, its dominance") and "lifted in March 2007" in core.quote
+
+
+def test_a_core_needs_the_questions_terms_and_is_no_second_block_of_its_quote():
+    from orchestrator.synthesize import FAR_COVERAGE
+
+    grown = Quote("Tools report data for one URL. It has enough traffic.", rank=0.8)
+    core = Quote("It has enough traffic.", rank=0.8, is_core=True)
+    grown.core = core
+    page = "https://crux.example/a"
+    weak, bare = _cand(grown.quote, 0.8, page, score=0.30), _cand(core.quote, 0.8, page, score=0.48)
+    weak.choice, bare.choice = grown, core
+    bare.covers = FAR_COVERAGE - 0.01  # one short sentence that shares a word with the question: no evidence
+    assert select_evidence([weak, bare], k=5, min_score=0.35) == []
+    bare.covers = FAR_COVERAGE
+    assert select_evidence([weak, bare], k=5, min_score=0.35) == [bare]
+    weak.score = 0.40  # the quote it grew into is a block: its core adds nothing
+    assert select_evidence([weak, bare], k=5, min_score=0.35) == [weak]
+
+
+def test_a_quote_inside_an_earlier_block_of_its_page_is_dropped_though_its_numbers_differ():
+    wide = "The V&A covers 12.5 acres. It has 145 galleries."
+    cands = [
+        _cand(wide, 0.8, "https://va.example/"),
+        _cand("It has 145 galleries.", 0.7, "https://va.example/"),
+        _cand("It has 145 galleries.", 0.6, "https://mirror.example/"),
+    ]
+    assert not same_facts(cands[1].choice.quote, wide)  # other numbers: not the same facts
+    chosen = select_evidence(cands, k=5, min_score=0.35)
+    assert [c.choice.quote for c in chosen] == [wide, "It has 145 galleries."]  # another page's words stay
 
 
 def _cand(quote, rank, url, score=0.6, chunk_score=0.6):
