@@ -278,7 +278,8 @@ def evidence_candidates(
 ) -> list[Candidate]:
     """Retrieve a section's candidates, in retrieval order (all signature queries through one ``Memory.search``
     call: fused with RRF before the optional rerank and MMR), and quote each one for the section's question (a
-    chunk may offer a second quote, ``quotes.second_span``: a second candidate right after its first).
+    chunk may offer a second quote, ``quotes.second_span``, and a quote that grew its core, ``quotes.Quote.core``:
+    more candidates right after its first).
     ``min_score`` is the bar of the quotes (``select_evidence``), not of the chunks: a chunk whose whole text
     is further from the question may hold the sentence that answers it (with ``quote_mode="legacy"`` each
     hit's cosine, best over the queries, meets it, as in 918efa0). ``quote_mode="answer"`` (the default) ranks
