@@ -247,7 +247,7 @@ def choose_span(
                 if words(a, b) <= MAX_QUOTE_WORDS:
                     lo, hi, has_type = a, b, True
                     break
-    core = (lo, hi)
+    core_span = (lo, hi)  # before it grows to MIN_QUOTE_WORDS
     while words(lo, hi) < MIN_QUOTE_WORDS:
         options = []
         if lo > 0 and joinable(lo - 1, False):
@@ -275,8 +275,8 @@ def choose_span(
         return Quote(quote, context, by_heading, False, best_rank, has_type or any(typed[lo : hi + 1]), (lo, hi))
 
     grown = quote_of(lo, hi)
-    if (lo, hi) != core:
-        grown.core = replace(quote_of(*core), is_core=True)
+    if (lo, hi) != core_span:
+        grown.core = replace(quote_of(*core_span), is_core=True)
     return grown
 
 

@@ -414,7 +414,7 @@ def test_a_wider_quote_of_the_same_page_replaces_the_earlier_block_in_its_place(
     chosen = select_evidence(cands, k=5, min_score=0.35)
     assert [c.choice.quote for c in chosen] == [grown, other]  # one block of the page, not its text twice
     assert chosen[0].score == 0.55 and chosen[0].rank == 0.80  # the quote's own score; the block keeps its place
-    # a wider quote that holds two earlier blocks of its page replaces the first and takes the second's place
+    # a wider quote that holds two earlier blocks of its page replaces the first in its place; the second goes
     later = "The conference also ordained Francis Asbury as superintendent of the new church in America."
     cands = [
         _cand(first, 0.80, "https://umc.example/h", score=0.62),
