@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-AnswerType = Literal["currency", "date", "number", "person", "place", "term"]
+AnswerType = Literal["currency", "date", "number", "person", "place", "org", "term"]
 
 _MONEY_WORDS = (
     r"cost|costs|costing|price|priced|prices|pay|paid|pays|spend|spent|worth|money|fund|funded|funding|budget|fee|"
@@ -54,23 +54,52 @@ _NUMBER_Q = re.compile(
     r"weight|age|ratio|quantity|capacity|total)\b",
     re.IGNORECASE,
 )
+# up to three words between "which" and its noun: "which regional disease-control official"
+_MODIFIERS = (
+    r"(?:(?!(?:is|was|were|are|be|been|did|does|do|has|had|have|will|would|can|could|should|may|might|must|the|a|an|"
+    r"of|in|on|at|to|for|by|with|from|that|who|which)\b)[\w'’-]+\s+){0,3}?"
+)
 _PERSON_NOUNS = (
     r"person|people|man|men|woman|women|physician|doctor|scientist|author|writer|king|queen|emperor|president|"
     r"leader|general|minister|chemist|physicist|mathematician|philosopher|artist|composer|painter|poet|inventor|"
     r"engineer|explorer|architect|actor|actress|player|singer|pope|bishop|saint|prince|princess|duke|ruler|"
     r"founder|ceo|chairman|director|economist|historian|astronomer|biologist|professor|individual|figure|"
-    r"governor|senator|mayor|judge|lawyer|officer|commander|coach|manager|owner|member|son|daughter|wife|husband"
+    r"governor|senator|mayor|judge|lawyer|officer|commander|coach|manager|owner|member|son|daughter|wife|husband|"
+    # the roles news asks about ("Which SpaceX executive ...?", "Which chest specialist ...?")
+    r"official|specialist|expert|executive|spokesperson|spokesman|spokeswoman|researcher|analyst|investigator|"
+    r"reporter|journalist|editor|critic|reviewer|consultant|surgeon|nurse|pulmonologist|radiologist|psychologist|"
+    r"psychiatrist|head|chief|deputy|candidate|athlete|musician|guitarist|drummer|astronaut|pilot|designer|"
+    r"producer|secretary|commissioner|attorney|prosecutor|detective|patient|victim|employee|student|teacher|"
+    r"captain|chancellor|premier|diplomat|ambassador|representative|lawmaker|politician|activist|entrepreneur|"
+    r"investor|billionaire|adviser|advisor|aide|comedian|host|filmmaker|novelist|playwright|photographer|"
+    r"scholar|geologist|lecturer|dean"
 )
 _PERSON_Q = re.compile(
     rf"^\s*(?:who|whom|whose)\b|\b(?:who|whom|whose)\s+(?:was|is|were|are|did|had|has|discovered|invented|"
-    rf"wrote|founded|led|said)\b|\b(?:which|what)\s+(?:\w+\s+)?(?:{_PERSON_NOUNS})\b|"
-    rf"\bwhat\s+(?:was|is)\s+(?:the\s+)?name\s+of\s+the\s+(?:\w+\s+)?(?:{_PERSON_NOUNS})\b",
+    rf"wrote|founded|led|said)\b|\b(?:which|what)\s+{_MODIFIERS}(?:{_PERSON_NOUNS})s?\b|"
+    rf"\bwhat\s+(?:was|is)\s+(?:the\s+)?name\s+of\s+the\s+{_MODIFIERS}(?:{_PERSON_NOUNS})\b",
+    re.IGNORECASE,
+)
+# the same without "who" after a noun: in "How many people who had been near him ...?" it opens a relative clause
+_PERSON_HEAD_Q = re.compile(
+    rf"^\s*(?:who|whom|whose)\b|\b(?:which|what)\s+{_MODIFIERS}(?:{_PERSON_NOUNS})s?\b|"
+    rf"\bwhat\s+(?:was|is)\s+(?:the\s+)?name\s+of\s+the\s+{_MODIFIERS}(?:{_PERSON_NOUNS})\b",
     re.IGNORECASE,
 )
 _PLACE_Q = re.compile(
     r"^\s*where\b|\bwhere\s+(?:did|was|were|is|are|does|do|can|could)\b|"
     r"\b(?:what|which|in\s+what|in\s+which)\s+(?:\w+\s+)?(?:city|cities|country|countries|place|region|state|"
     r"province|town|village|continent|river|island|location|county|area|nation|capital)\b",
+    re.IGNORECASE,
+)
+
+_ORG_Q = re.compile(
+    rf"\b(?:what|which|in\s+what|in\s+which|at\s+what|at\s+which|by\s+which|for\s+which)\s+{_MODIFIERS}(?:"
+    r"company|companies|firm|firms|agency|agencies|organi[sz]ations?|group|groups|team|teams|band|newspaper|"
+    r"network|publication|outlet|manufacturer|supplier|suppliers|maker|brand|airline|bank|university|"
+    r"universities|school|college|hospital|clinic|institute|institution|observatory|telescope|party|club|studio|"
+    r"label|publisher|retailer|startup|sponsor|promoter|operator|provider|vendor|contractor|developer|"
+    r"laboratory|lab|department|ministry|court|journal|magazine|broadcaster|channel|website|app|platform)\b",
     re.IGNORECASE,
 )
 
@@ -97,12 +126,37 @@ def is_question(text: str) -> bool:
     return bool(_QUESTION.search(text))
 
 
+_WH = re.compile(r"\b(who|whom|whose|what|which|when|where|why|how)\b", re.IGNORECASE)
+
+
 def expected_type(question: str) -> AnswerType | None:
-    """The answer type ``question`` asks for (see the module table), or None when its wording names none."""
+    """The answer type ``question`` asks for (see the module table), or None when its wording names none.
+
+    The question's first wh-word decides before any later one: "How many people who had been near him were
+    quarantined?" asks for a number (its "who" opens a relative clause), "Who heads the office that ...?" for a
+    person; "why" asks for none of the types."""
     q = " ".join(question.split())
+    lead = _WH.search(q)
+    wh = lead.group(1).lower() if lead else ""
+    if wh == "how":
+        rest = q[lead.start():]
+        if _CURRENCY_Q.search(rest):
+            return "currency"
+        if _DATE_Q.search(rest):  # how long ago
+            return "date"
+        return "number" if _NUMBER_Q.search(rest) else None
+    if wh in ("who", "whom", "whose"):
+        return "person"
+    if wh == "when":
+        return "date"
+    if wh == "where":
+        return "place"
+    if wh == "why":
+        return None
+    person = _PERSON_HEAD_Q if wh in ("what", "which") else _PERSON_Q
     if _CURRENCY_Q.search(q):
         return "currency"
-    if _PERSON_Q.search(q):
+    if person.search(q):
         return "person"
     if _DATE_Q.search(q):
         return "date"
@@ -110,6 +164,8 @@ def expected_type(question: str) -> AnswerType | None:
         return "number"
     if _PLACE_Q.search(q):
         return "place"
+    if _ORG_Q.search(q):
+        return "org"
     if _TERM_Q.search(q):
         return "term"
     return None
@@ -145,13 +201,18 @@ _PERSON = re.compile(
     rf"{_NAME_WORD}"
 )
 _PLACE = re.compile(rf"\b(?:in|at|from|near|to|of|across|into|throughout)\s+(?:the\s+)?{_NAME_WORD}")
+# an organisation's name: capitalised words (or an acronym) that do not open the sentence
+_ORG = re.compile(
+    rf"(?<=[\w,;:()–—-] ){_NAME_WORD}(?:\s+(?:&\s+|of\s+|and\s+|for\s+|de\s+)?{_NAME_WORD})*"
+)
 _TERM = re.compile(
     r"\b(?:called|known\s+as|termed|named|referred\s+to\s+as|stands?\s+for|short\s+for|dubbed|nicknamed|"
     r"so-called)\b",
     re.IGNORECASE,
 )
 _PATTERNS = {
-    "currency": _CURRENCY, "date": _DATE, "number": _NUMBER, "person": _PERSON, "place": _PLACE, "term": _TERM
+    "currency": _CURRENCY, "date": _DATE, "number": _NUMBER, "person": _PERSON, "place": _PLACE, "org": _ORG,
+    "term": _TERM,
 }
 _MONTH_OR_DAY = re.compile(rf"^(?:{_MONTHS}|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b")
 
@@ -170,6 +231,11 @@ def typed_spans(text: str, kind: AnswerType) -> list[str]:
         found = names
     if kind == "place":
         found = [f.split(None, 1)[1] for f in found if len(f.split(None, 1)) == 2]
+    if kind == "org":  # a month or weekday is capitalised too; in a title-case headline every word is
+        words = re.findall(r"[^\W\d_][\w'’-]*", text)
+        if words and sum(w[0].isupper() for w in words) > 0.6 * len(words):
+            return []
+        found = [f for f in found if not _MONTH_OR_DAY.match(f) and f not in ("I", "I'm", "I’m")]
     return [f for f in found if f]
 
 
@@ -184,9 +250,9 @@ def carries(text: str, kind: AnswerType | None, question: str) -> bool:
         words = [w for w in re.findall(r"\w+", _POSSESSIVE.sub("", span.lower())) if w not in _GENERIC]
         if not words:
             continue
-        if kind in ("person", "place") and all(re.search(rf"\b{re.escape(w)}\b", q) for w in words):
+        if kind in ("person", "place", "org") and all(re.search(rf"\b{re.escape(w)}\b", q) for w in words):
             continue  # the subject of the question, not its answer
-        if kind not in ("person", "place") and " ".join(span.lower().split()) in q:
+        if kind not in ("person", "place", "org") and " ".join(span.lower().split()) in q:
             continue
         return True
     return False

@@ -207,7 +207,11 @@ def choose_span(
     if not spans:
         words = text.split()
         return Quote(" ".join(words[:MAX_QUOTE_WORDS]) + (" …" if len(words) > MAX_QUOTE_WORDS else ""))
-    heading = [is_heading(text[a:b]) for a, b in spans]
+    # a short line right after a colon is what the colon introduces (a list of dates, of names), not a heading
+    heading = [
+        is_heading(text[a:b]) and not (i > 0 and text[spans[i - 1][0] : spans[i - 1][1]].rstrip().endswith(":"))
+        for i, (a, b) in enumerate(spans)
+    ]
     item = [bool(LIST_MARKER.match(text[a:b])) for a, b in spans]
     owner: list[int | None] = []
     current: int | None = None
@@ -247,6 +251,16 @@ def choose_span(
                 if words(a, b) <= MAX_QUOTE_WORDS:
                     lo, hi, has_type = a, b, True
                     break
+    # a sentence that ends in a colon introduces what follows it ("The tour's dates:", then the list): the
+    # quote holds the first of it, whatever the ranks
+    while (
+        text[spans[hi][0] : spans[hi][1]].rstrip().endswith(":")
+        and hi + 1 < len(spans)
+        and hi + 1 not in barred
+        and words(lo, hi + 1) <= MAX_QUOTE_WORDS
+    ):
+        hi += 1
+        has_type = has_type or typed[hi]
     core_span = (lo, hi)  # before it grows to MIN_QUOTE_WORDS
     while words(lo, hi) < MIN_QUOTE_WORDS:
         options = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -237,14 +237,16 @@ class Crawl(ReadingHost):
         status: int | None,
         content_type: str | None,
         fetched_at: str,
+        served: Callable[[], Awaitable[str | None]] | None = None,
     ) -> tuple[list[str], bool]:
         """The tail every way of reading a page shares: size cap, duplicate check, extraction, max_pages, and
-        the hand-off to the writer. Returns (links to follow, whether the page went to the writer)."""
+        the hand-off to the writer. Returns (links to follow, whether the page went to the writer). ``served``:
+        the HTML the server sent, read when the rendered page has none (``extract_read``)."""
         if self.over_size(event, html):
             return [], False
         if self.is_duplicate(event, final_url):
             return links, False
-        extracted = await self.extract_read(event, html, final_url, headers, selector, region_html)
+        extracted = await self.extract_read(event, html, final_url, headers, selector, region_html, served)
         if extracted is None:
             return links, False
         return await self.queue_page(event, extracted, links, status, content_type, fetched_at)

@@ -261,6 +261,7 @@ class ReplayIndex:
     hashed, with recorded redirects followed."""
 
     def __init__(self, har: Path):
+        self.har = Path(har)
         self.entries: dict[str, tuple[int, str, dict[str, str], str | None]] = {}
         data = json.loads(Path(har).read_text(encoding="utf-8"))
         for entry in data.get("log", {}).get("entries", []):
@@ -279,6 +280,23 @@ class ReplayIndex:
                 self.entries[url] = (status, sha256_hex(body), fingerprint_headers(headers), target)
             except (KeyError, TypeError, ValueError) as exc:
                 logger.debug("replay index: skipping an entry: %s", exc)
+
+    def body(self, url: str) -> bytes | None:
+        """The body the HAR holds for ``url`` itself (read from the file again: bodies are not kept)."""
+        key = url.split("#", 1)[0]
+        if key not in self.entries or self.entries[key][3] is not None:
+            return None
+        data = json.loads(self.har.read_text(encoding="utf-8"))
+        for entry in data.get("log", {}).get("entries", []):
+            try:
+                if str(entry["request"]["url"]).split("#", 1)[0] != key:
+                    continue
+                content = entry["response"].get("content") or {}
+                text = content.get("text") or ""
+                return base64.b64decode(text) if content.get("encoding") == "base64" else text.encode("utf-8")
+            except (KeyError, TypeError, ValueError):
+                continue
+        return None
 
     def sha(self, url: str) -> str | None:
         """The sha256 of the body the HAR holds for ``url`` itself (no redirect followed)."""

@@ -66,6 +66,7 @@ class HarvestEvent:
     fingerprint: dict[str, Any] | None = None  # what the stored text was made from (orchestrator/revalidate.py)
     unchanged: bool = False  # a refresh found the page's inputs identical and did not render it again
     lead_recovered: str | None = None  # the page's lead was missing from the extracted text: its source
+    text_from: str | None = None  # "served": the rendered page had no readable text, the served HTML had
     navigated: bool = False  # the tab was navigated for it (else the tab is still clean; not recorded)
     replaces: bool = False  # it replaces a page the store held (does not count toward max_pages; not recorded)
 
@@ -88,6 +89,8 @@ class HarvestEvent:
             extra["unchanged"] = True
         if self.lead_recovered:
             extra["lead_recovered"] = self.lead_recovered
+        if self.text_from:
+            extra["text_from"] = self.text_from
         return extra | {
             "type": "harvest_event",
             "url": self.url,

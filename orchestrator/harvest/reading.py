@@ -15,6 +15,8 @@ from .extract import ExtractedPage, extract_page
 from .net.politeness import MAX_RETRIES, Politeness, Robots, backoff_delay, retryable
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from ..charter import Charter, Harvest
     from .models import HarvestEvent, Outcome
     from .reader import ReadAttempt, RobotsFetch
@@ -104,9 +106,12 @@ class ReadingHost:
         headers: dict[str, str],
         selector: str | None,
         region_html: str | None,
+        served: Callable[[], Awaitable[str | None]] | None = None,
     ) -> ExtractedPage | None:
         """Extract a page read (its selector's region, else the whole page); None (``event`` settled) when
-        nothing readable is left."""
+        nothing readable is left. ``served`` gives the HTML the server sent for the document: read when the
+        rendered page has no readable text (a script blanked or replaced it: ad-block walls, a failed
+        hydration), recorded as the event's ``text_from``."""
         if selector and not region_html:
             logger.info("selector %r matched nothing on %s; extracting the whole page", selector, final_url)
             selector = None
@@ -114,6 +119,15 @@ class ReadingHost:
         extracted = await asyncio.to_thread(
             extract_page, html, final_url, headers=headers, region_html=region_html, selector=selector
         )
+        if extracted is None and served is not None:
+            source = await served()
+            if source and source != html:
+                extracted = await asyncio.to_thread(
+                    extract_page, source, final_url, headers=headers, region_html=None, selector=selector
+                )
+                if extracted is not None:
+                    logger.info("the rendered %s has no readable text; read the HTML it was served", final_url)
+                    event.text_from = "served"
         event.timings.extract_s = time.monotonic() - t1
         if extracted is not None and extracted.lead_recovered:
             event.lead_recovered = extracted.lead_recovered

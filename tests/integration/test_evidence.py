@@ -19,7 +19,14 @@ from orchestrator.quotes import (
     same_facts,
     second_span,
 )
-from orchestrator.synthesize import Candidate, answer_candidates, candidate_rank, select_evidence, split_sentences
+from orchestrator.synthesize import (
+    QUOTE_SCORE_WEIGHT,
+    Candidate,
+    answer_candidates,
+    candidate_rank,
+    select_evidence,
+    split_sentences,
+)
 
 
 def test_segmenter_knows_abbreviations_initials_decimals_quotes_and_list_items():
@@ -105,6 +112,49 @@ def test_answer_type_cues():
     assert not carries("The Joneses' farm was sold.", "person", "Who bought the Joneses farm?")
     assert carries("Newton's Constant was measured by Henry Cavendish.", "person", "Who measured the Newton Constant?")
     assert carries("About 520,000 people live there.", "number", "How many people live in Fresno?")
+
+
+def test_the_first_wh_word_decides_the_answer_type():
+    # a later "who" opens a relative clause; before, these asked for a person
+    assert expected_type("How many people who had been near the hunter were quarantined?") == "number"
+    assert expected_type("When was the man who led the revolt born?") == "date"
+    assert expected_type("In what year did the man who founded it die?") == "date"
+    assert expected_type("Where did the woman who wrote it live?") == "place"
+    assert expected_type("Why did the minister who signed it resign?") is None
+    assert expected_type("Who heads the office that opened the inquiry?") == "person"
+    # the roles news asks about, a few words after "which"
+    assert expected_type("Which regional disease-control official said the case was isolated?") == "person"
+    assert expected_type("Which SpaceX executive described the lander?") == "person"
+    assert expected_type("Which chest specialist found the cause?") == "person"
+    assert expected_type("What year did the king die?") == "date"  # no role noun behind a verb
+
+
+def test_organisation_questions_and_their_answers():
+    assert expected_type("Which advertising firm came up with the slogan?") == "org"
+    assert expected_type("At which Beijing hospital were the patients treated?") == "org"
+    assert expected_type("Which companies supply the keyboards?") == "org"
+    q = "Which advertising firm came up with the slogan?"
+    assert carries("The report says the Minneapolis ad agency Broadhead Co. came up with it.", "org", q)
+    assert not carries("The slogan was written by an agency last year.", "org", q)
+    # a title-case headline capitalises every word: no name stands out in it
+    assert not carries("Ad Agency Behind Meth Campaign Defends The Slogan", "org", q)
+    # the question's own names are not its answer
+    assert not carries("Critics mocked the slogan in South Dakota.", "org", "Which firm wrote the South Dakota slogan?")
+
+
+def test_a_line_after_a_colon_is_what_it_introduces_unit():
+    text = (
+        "Long considered one of the great slights, the band last month was finally nominated for induction.\n"
+        "The 50th Anniversary Tour 2020 dates:\n"
+        "June 9 -- Coral Sky Amphitheatre, West Palm Beach, FL\n"
+        "June 10 -- Credit Union Amphitheatre, Tampa, FL"
+    )
+    spans = split_sentences(text)
+    assert len(spans) == 4
+    # the intro line ranks best and carries a date (2020): before, the quote grew backwards and never held the
+    # first date, since a short line without a full stop reads as a heading
+    q = choose_span(text, spans, [0.5, 0.8, 0.4, 0.3], typed=[False, True, True, True], want_type=True)
+    assert "June 9 -- Coral Sky" in q.quote and "June 10" not in q.quote
 
 
 def test_quote_grows_into_the_neighbour_that_carries_the_expected_type_unit():
@@ -365,6 +415,24 @@ def test_retrieval_order_breaks_near_ties_of_the_quote_rank():
     assert [c.choice.quote for c in chosen[:2]] == [quotes[0][0], quotes[1][0]]
     cands[3].rank = candidate_rank(0.95, 3)
     assert select_evidence(cands, k=5, min_score=0.35)[0].choice.quote == quotes[3][0]
+
+
+def test_the_whole_quote_weighs_in_the_order_of_the_blocks():
+    # the headline and lead repeat the question's words (their best sentence ranks first), but the passage as a
+    # whole is about the hunt; the next chunk's quote answers and is closer to the question as a whole
+    question = "How many people who had been near the rabbit-eating hunter were placed in medical quarantine?"
+    lead = (
+        "Hunter diagnosed with bubonic plague after eating a rabbit. A hunter who killed and ate a wild rabbit "
+        "in China has been hit by the deadly bubonic plague."
+    )
+    answer = "Health bosses said that 28 people in close contact with the hunter were initially quarantined."
+    hits = [_Hit(lead), _Hit(answer)]
+    quoted = [[(Quote(lead, rank=0.96), 0.58)], [(Quote(answer, rank=0.94), 0.85)]]
+    cands = answer_candidates(question, hits, quoted)
+    assert cands[0].rank == pytest.approx(candidate_rank(0.96, 0) + QUOTE_SCORE_WEIGHT * 0.58)
+    assert candidate_rank(0.96, 0) > candidate_rank(0.94, 1)  # by the best sentence alone, the lead came first
+    chosen = select_evidence(cands, k=5, min_score=0.35)
+    assert chosen[0].choice.quote == answer
 
 
 def test_one_good_block_prints_one_not_k():

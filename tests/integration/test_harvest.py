@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -289,6 +290,86 @@ def test_replay_keeps_a_page_whose_script_navigates_to_a_url_missing_from_the_ha
     assert event["outcome"] == "stored", (event["reason"], event["final_url"])
     stored = open_memory(charter, create=False).page(url)
     assert stored is not None and "forty containers" in stored.text
+
+
+def _har_of(pages: dict[str, bytes]) -> dict:
+    import base64
+
+    entries = [
+        {
+            "startedDateTime": "2025-01-01T00:00:00.000Z", "time": 1,
+            "request": {"method": "GET", "url": url, "httpVersion": "HTTP/1.1", "cookies": [], "headers": [],
+                        "queryString": [], "headersSize": -1, "bodySize": 0},
+            "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1", "cookies": [],
+                         "headers": [{"name": "Content-Type", "value": "text/html; charset=utf-8"}],
+                         "content": {"size": len(body), "mimeType": "text/html; charset=utf-8",
+                                     "text": base64.b64encode(body).decode(), "encoding": "base64"},
+                         "redirectURL": "", "headersSize": -1, "bodySize": len(body)},
+            "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0},
+        }
+        for url, body in pages.items()
+    ]
+    return {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "pages": [], "entries": entries}}
+
+
+BLANKING = page(
+    "Tide gauge",
+    "The tide gauge at the north pier has logged the water level every six minutes since its float was "
+    "replaced in the spring, and the harbour office publishes the readings each morning.",
+    # an ad-block wall or a failed hydration: a script empties the page once it has loaded
+    body_extra="<script>window.addEventListener('load', function () { document.body.innerHTML = '<div></div>'; "
+    "});</script>",
+).encode()
+
+
+def test_a_page_whose_script_blanks_it_is_read_from_the_html_it_was_served(
+    make_charter, brt_home, embedder, tmp_path
+):
+    """The rendered page has no readable text (a script emptied it after loading): the HTML the server sent is
+    read instead, and the event records it (``text_from: served``). Before, the page was skipped ("no readable
+    text") and its evidence lost: the replay of a news page whose anti-ad-block script blanks it."""
+    from http.server import BaseHTTPRequestHandler
+
+    from tests.sites import serve, stop_server
+
+    # from a replay HAR
+    url = "http://127.0.0.1:9/tide.html"  # never contacted: everything comes from the HAR
+    har = tmp_path / "tide.har"
+    har.write_text(json.dumps(_har_of({url: BLANKING})))
+    charter = make_charter([url], charter_id="blank_replay", title="Tide", goal=None, max_depth=0)
+    event = harvest(charter, replay=har).events[0]
+    assert event["outcome"] == "stored", (event["reason"], event["final_url"])
+    assert event["text_from"] == "served"
+    stored = open_memory(charter, create=False).page(url)
+    assert stored is not None and "every six minutes" in stored.text
+
+    # from a live server (the document brt fetched itself)
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200 if self.path == "/tide.html" else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(BLANKING)))
+            self.end_headers()
+            self.wfile.write(BLANKING)
+
+    server, thread = serve(Handler, "site-blanking")
+    try:
+        live = f"http://127.0.0.1:{server.server_address[1]}/tide.html"
+        charter = make_charter([live], charter_id="blank_live", title="Tide", goal=None, max_depth=0)
+        event = harvest(charter).events[0]
+        assert event["outcome"] == "stored" and event["text_from"] == "served", (event["reason"], event)
+        assert "every six minutes" in open_memory(charter, create=False).page(live).text
+        # a page the script leaves alone is read as rendered, with no text_from
+        charter = make_charter([url], charter_id="plain", title="Tide", goal=None, max_depth=0)
+        har2 = tmp_path / "plain.har"
+        har2.write_text(json.dumps(_har_of({url: BLANKING.replace(b"document.body.innerHTML", b"window.x")})))
+        event = harvest(charter, replay=har2).events[0]
+        assert event["outcome"] == "stored" and "text_from" not in event
+    finally:
+        stop_server(server, thread)
 
 
 def test_refresh_renders_only_pages_whose_document_or_scripts_changed(local_site, make_charter, brt_home, embedder):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -35,6 +36,8 @@ from ...pdf import fetch_pdf, is_pdf_candidate
 from ...revalidate import DependencyWatch, Revalidator, fingerprint
 from .browser import BrowserSession, open_browser
 from .routes import goto_checked
+
+_CHARSET = re.compile(r"charset=[\"']?([\w.:-]+)", re.IGNORECASE)
 
 if TYPE_CHECKING:
     from playwright.async_api import Page, Response
@@ -413,8 +416,29 @@ class PlaywrightReader:
         fetched_at = now()
         event.timings.fetch_s = time.monotonic() - t0
         return await host.extract_and_queue(
-            event, html, final_url, links, headers, selector, region_html, status, content_type, fetched_at
+            event, html, final_url, links, headers, selector, region_html, status, content_type, fetched_at,
+            served=self._served(nav, final_url, headers),
         )
+
+    def _served(self, nav: Any, final_url: str, headers: dict[str, str]) -> Callable[[], Awaitable[str | None]]:
+        """The HTML the server sent for ``final_url``, as brt holds it without asking the browser: the replay
+        HAR's body, or the document brt fetched itself (None when it holds neither)."""
+
+        async def served() -> str | None:
+            body: bytes | None = None
+            if self.host.replay_index is not None:
+                body = await asyncio.to_thread(self.host.replay_index.body, final_url)
+            elif nav is not None and nav.kind == "ok" and nav.url == final_url:
+                body = nav.body
+            if not body:
+                return None
+            charset = _CHARSET.search(headers.get("content-type", ""))
+            try:
+                return body.decode(charset.group(1) if charset else "utf-8", "replace")
+            except LookupError:  # a charset Python does not know
+                return body.decode("utf-8", "replace")
+
+        return served
 
     def _known_sha(self, nav: Any) -> Callable[[str], str | None]:
         """sha256 of bodies brt holds without asking the browser: the replay HAR's, or the document it fetched."""
