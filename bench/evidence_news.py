@@ -30,8 +30,6 @@ import gzip
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,8 +40,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench._common import hosts_of, machine_info, write_har  # noqa: E402
-from bench.evidence_squad import baseline_tree, run_cli, synth_blocks  # noqa: E402
+from bench._common import hosts_of, write_har  # noqa: E402
+from bench.evidence_squad import baseline_tree, clean_up, emit, run_cli, synth_blocks  # noqa: E402
 
 DEFAULT_QUESTIONS = REPO_ROOT / "bench" / "data" / "news_questions.json"
 
@@ -205,22 +203,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[news] {cid}: {len(qs)} sections, harvest {timings[f'harvest {cid}']} s", file=sys.stderr)
         for name, (qs, blocks) in totals.items():
             report["runs"][name] = score(qs, blocks)
-        report["timings_s"] = timings
-        report["machine"] = machine_info()
-        report["command"] = " ".join([Path(sys.executable).name, *sys.argv])
-        print(json.dumps(report, indent=2))
-        if args.json_out:
-            Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n")
+        emit(report, timings, args.json_out)
         if args.misses:
             Path(args.misses).write_text(json.dumps(missed, indent=2, ensure_ascii=False) + "\n")
     finally:
-        if base is not None:
-            subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", str(base)],
-                           capture_output=True)
-        if args.keep_tmp:
-            print(f"[news] kept {tmp}", file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(base, tmp, keep=args.keep_tmp, tag="news")
     return 0
 
 

@@ -218,6 +218,26 @@ def baseline_tree(rev: str, tmp: Path) -> Path:
     return path
 
 
+def emit(report: dict, timings: dict, json_out: str | None) -> None:
+    """Finish ``report`` (timings, machine, command), print it and write it to ``json_out``."""
+    report["timings_s"] = timings
+    report["machine"] = machine_info()
+    report["command"] = " ".join([Path(sys.executable).name, *sys.argv])
+    print(json.dumps(report, indent=2))
+    if json_out:
+        Path(json_out).write_text(json.dumps(report, indent=2) + "\n")
+
+
+def clean_up(base: Path | None, tmp: Path, *, keep: bool, tag: str) -> None:
+    """Remove the baseline worktree and (unless ``keep``) the temp folder."""
+    if base is not None:
+        subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
+    if keep:
+        print(f"[{tag}] kept {tmp}", file=sys.stderr)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--eval-dir", default=str(REPO_ROOT.parent / "shared" / "eval"))
@@ -284,20 +304,9 @@ def main(argv: list[str] | None = None) -> int:
                 add("plain top-k hits, best sentence by cosine", key, qs, plain_blocks(cid, qs, k=5))
         for name, (qs, blocks) in totals.items():
             report["runs"][name] = score(qs, blocks)
-        report["timings_s"] = timings
-        report["machine"] = machine_info()
-        report["command"] = " ".join([Path(sys.executable).name, *sys.argv])
-        print(json.dumps(report, indent=2))
-        if args.json_out:
-            Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n")
+        emit(report, timings, args.json_out)
     finally:
-        if base is not None:
-            subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", str(base)],
-                           capture_output=True)
-        if args.keep_tmp:
-            print(f"[squad] kept {tmp}", file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(base, tmp, keep=args.keep_tmp, tag="squad")
     return 0
 
 

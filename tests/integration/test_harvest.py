@@ -257,41 +257,6 @@ def test_script_navigation_after_load_keeps_the_page_as_loaded(local_site, make_
     assert not site.served("localhost", "/away.html")
 
 
-def test_replay_keeps_a_page_whose_script_navigates_to_a_url_missing_from_the_har(
-    make_charter, brt_home, embedder, tmp_path
-):
-    """Ad-block probes navigate to same-site URLs the HAR never recorded; the replay keeps the loaded page."""
-    import base64
-
-    url = "http://127.0.0.1:9/probe.html"  # never contacted: everything comes from the HAR
-    body = page(
-        "Harbour cranes",
-        "The two harbour cranes lift forty containers an hour when the wind stays below gale force.",
-        body_extra="<script>window.addEventListener('load', function () { location.href = '/g00/probe?x=1'; });"
-        "</script>",
-    ).encode()
-    entry = {
-        "startedDateTime": "2025-01-01T00:00:00.000Z", "time": 1,
-        "request": {"method": "GET", "url": url, "httpVersion": "HTTP/1.1", "cookies": [], "headers": [],
-                    "queryString": [], "headersSize": -1, "bodySize": 0},
-        "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1", "cookies": [],
-                     "headers": [{"name": "Content-Type", "value": "text/html; charset=utf-8"}],
-                     "content": {"size": len(body), "mimeType": "text/html; charset=utf-8",
-                                 "text": base64.b64encode(body).decode(), "encoding": "base64"},
-                     "redirectURL": "", "headersSize": -1, "bodySize": len(body)},
-        "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0},
-    }
-    har = tmp_path / "probe.har"
-    har.write_text(json.dumps({"log": {"version": "1.2", "creator": {"name": "test", "version": "1"},
-                                       "pages": [], "entries": [entry]}}))
-    charter = make_charter([url], charter_id="probe", title="Probe", goal=None, max_depth=0)
-    report = harvest(charter, replay=har)
-    event = report.events[0]
-    assert event["outcome"] == "stored", (event["reason"], event["final_url"])
-    stored = open_memory(charter, create=False).page(url)
-    assert stored is not None and "forty containers" in stored.text
-
-
 def _har_of(pages: dict[str, bytes]) -> dict:
     import base64
 
@@ -310,6 +275,27 @@ def _har_of(pages: dict[str, bytes]) -> dict:
         for url, body in pages.items()
     ]
     return {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "pages": [], "entries": entries}}
+
+
+def test_replay_keeps_a_page_whose_script_navigates_to_a_url_missing_from_the_har(
+    make_charter, brt_home, embedder, tmp_path
+):
+    """Ad-block probes navigate to same-site URLs the HAR never recorded; the replay keeps the loaded page."""
+    url = "http://127.0.0.1:9/probe.html"  # never contacted: everything comes from the HAR
+    body = page(
+        "Harbour cranes",
+        "The two harbour cranes lift forty containers an hour when the wind stays below gale force.",
+        body_extra="<script>window.addEventListener('load', function () { location.href = '/g00/probe?x=1'; });"
+        "</script>",
+    ).encode()
+    har = tmp_path / "probe.har"
+    har.write_text(json.dumps(_har_of({url: body})))
+    charter = make_charter([url], charter_id="probe", title="Probe", goal=None, max_depth=0)
+    report = harvest(charter, replay=har)
+    event = report.events[0]
+    assert event["outcome"] == "stored", (event["reason"], event["final_url"])
+    stored = open_memory(charter, create=False).page(url)
+    assert stored is not None and "forty containers" in stored.text
 
 
 BLANKING = page(
