@@ -344,8 +344,9 @@ def answer_candidates(question: str, hits: list[Hit], quoted: list[list[tuple[Qu
 # A quote's rank score is its best sentence's; the whole quote's score (its cosine to the question, read under
 # its heading) weighs in with QUOTE_SCORE_WEIGHT: a sentence that matches the question's words well, in a passage
 # about something else (a headline and lead that repeat the question's subject), no longer outranks the passage
-# that answers it (news questions answer@1 0.679 -> 0.718; SQuAD precision +2 points, answer@1 within one
-# question; BENCHMARKS.md "Real news pages").
+# that answers it (news questions answer@1 0.679 -> 0.718 in process; SQuAD precision +2 points, answer@1 within
+# one question, answer@k one question of 324 lower; 0.5 and 1.0 cost SQuAD answer@1; BENCHMARKS.md "Real news
+# pages").
 RETRIEVAL_PRIOR = 0.05
 RANK_MARGIN = 0.35
 QUOTE_SCORE_WEIGHT = 0.3
