@@ -4,9 +4,10 @@ Deterministic rules, read from the question's wording (README, "Quote checks"):
 
 - ``currency``: "how much" with a money word (cost, price, pay, worth, fee, budget, ...), "what is the price/cost
   of"; carried by a currency amount (``$5``, ``€2.5 million``, ``10 dollars``, ``USD 40``).
-- ``person``: who / whom / whose; which or what person, physician, scientist, king, ...; carried by a name (two
-  or more capitalised words, initials and ``de``/``van``/``of`` inside, leading "The"/"In" dropped) or a title
-  (``Dr.``, ``King``) before a capitalised word.
+- ``person``: who / whom / whose; which or what person, physician, scientist, official, executive, ... (up to
+  three words between: "which regional disease-control official"); carried by a name (two or more capitalised
+  words, initials and ``de``/``van``/``of`` inside, leading "The"/"In" dropped) or a title (``Dr.``, ``King``)
+  before a capitalised word.
 - ``date``: when; what/which year, date, day, month, decade, century, era, period; since when; how long ago;
   carried by a year (1000-2099), a month, a decade (``1960s``), a century, an ISO date, ``BC``/``AD``.
 - ``number``: how many / much (no money word) / long / far / old / big / tall / high / fast / often; what share,
@@ -14,11 +15,15 @@ Deterministic rules, read from the question's wording (README, "Quote checks"):
   a number word (``twelve``, ``million``) or a percentage.
 - ``place``: where; what/which city, country, region, river, ...; carried by a capitalised word after
   ``in``/``at``/``from``/``near``/``to``/``of``.
+- ``org``: which/what company, firm, agency, hospital, university, team, ...; carried by capitalised words or an
+  acronym that do not open the sentence (none in a title-case line, where every word is capitalised).
 - ``term``: what is the term / name / word for ...; what is ... called / known as; what does ... stand for;
   carried by the words that give a name (``called``, ``known as``, ``termed``, ``named``, ``referred to as``,
   ``stands for``, ``short for``, ``dubbed``): the answer is the name they introduce.
 
-The first rule that matches wins, in that order.
+The question's first wh-word decides first: how → currency or number (a date for "how long ago"), who / whom /
+whose → person, when → date, where → place, why → none (a later "who" often opens a relative clause: "How many
+people who had been near him ...?"). Otherwise the first rule that matches wins, in the order above.
 A typed span the question itself contains does not count (``"What happened in 1066?"`` asks for no date).
 """
 
