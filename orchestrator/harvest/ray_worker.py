@@ -31,6 +31,8 @@ from .models import HarvestReport
 from .reading import ReadingHost
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from ..charter import Charter, Harvest
     from .extract import ExtractedPage
     from .models import HarvestEvent
@@ -108,10 +110,11 @@ class WorkerHost(ReadingHost):
         status: int | None,
         content_type: str | None,
         fetched_at: str,
+        served: Callable[[], Awaitable[str | None]] | None = None,
     ) -> tuple[list[str], bool]:
         if self.over_size(event, html):
             return [], False
-        extracted = await self.extract_read(event, html, final_url, headers, selector, region_html)
+        extracted = await self.extract_read(event, html, final_url, headers, selector, region_html, served)
         if extracted is None:
             return links, False
         self.handoffs[id(event)] = Handoff(extracted, final_url, list(links), status, content_type, fetched_at)

@@ -76,8 +76,10 @@ class CrawlHost(Protocol):
         status: int | None,
         content_type: str | None,
         fetched_at: str,
+        served: Callable[[], Awaitable[str | None]] | None = None,
     ) -> tuple[list[str], bool]:
-        """Size cap, duplicate check, extraction, max_pages and the hand-over to the writer of a page read."""
+        """Size cap, duplicate check, extraction, max_pages and the hand-over to the writer of a page read
+        (``served``: the HTML the server sent, read when the rendered page has no readable text)."""
         ...
 
     async def queue_pdf(

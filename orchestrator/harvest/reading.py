@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -24,6 +25,20 @@ if TYPE_CHECKING:
 __all__ = ["ReadingHost"]
 
 logger = logging.getLogger(__name__)
+
+
+_CHARSET = re.compile(r"charset=[\"']?([\w.:-]+)", re.IGNORECASE)
+
+
+def decode_html(body: bytes | None, headers: dict[str, str]) -> str | None:
+    """``body`` as text, in the charset its Content-Type names (else UTF-8); None for no body."""
+    if not body:
+        return None
+    charset = _CHARSET.search(headers.get("content-type", ""))
+    try:
+        return body.decode(charset.group(1) if charset else "utf-8", "replace")
+    except LookupError:  # a charset Python does not know
+        return body.decode("utf-8", "replace")
 
 
 class ReadingHost:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -33,11 +32,10 @@ from ...net.guard import is_guard_reason
 from ...net.politeness import retry_after
 from ...net.urls import canonical_url
 from ...pdf import fetch_pdf, is_pdf_candidate
+from ...reading import decode_html
 from ...revalidate import DependencyWatch, Revalidator, fingerprint
 from .browser import BrowserSession, open_browser
 from .routes import goto_checked
-
-_CHARSET = re.compile(r"charset=[\"']?([\w.:-]+)", re.IGNORECASE)
 
 if TYPE_CHECKING:
     from playwright.async_api import Page, Response
@@ -425,18 +423,11 @@ class PlaywrightReader:
         HAR's body, or the document brt fetched itself (None when it holds neither)."""
 
         async def served() -> str | None:
-            body: bytes | None = None
             if self.host.replay_index is not None:
                 body = await asyncio.to_thread(self.host.replay_index.body, final_url)
-            elif nav is not None and nav.kind == "ok" and nav.url == final_url:
-                body = nav.body
-            if not body:
-                return None
-            charset = _CHARSET.search(headers.get("content-type", ""))
-            try:
-                return body.decode(charset.group(1) if charset else "utf-8", "replace")
-            except LookupError:  # a charset Python does not know
-                return body.decode("utf-8", "replace")
+            else:
+                body = nav.body if nav is not None and nav.kind == "ok" and nav.url == final_url else None
+            return decode_html(body, headers)
 
         return served
 

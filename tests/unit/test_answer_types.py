@@ -1,0 +1,78 @@
+"""Answer-type cues (orchestrator/answer_types.py, pure rules): which type a question asks for, and whether a
+sentence carries one."""
+
+from __future__ import annotations
+
+from orchestrator.answer_types import carries, expected_type, is_question
+
+
+def test_questions_are_told_from_claims_and_topics():
+    for q in (
+        "What is the retail price of the X1?",
+        "In which year did the bridge open",
+        "how many piers",
+        "Is it safe?",
+    ):
+        assert is_question(q), q
+    for t in ("Aspirin lowers the risk of stroke in adults.", "Pricing", "Whatever the weather, the ferry runs"):
+        assert not is_question(t), t
+
+
+def test_answer_type_cues():
+    assert expected_type("How much does the X1 console cost?") == "currency"
+    assert expected_type("What is the retail price of the X1?") == "currency"
+    assert expected_type("When did the Normans conquer England?") == "date"
+    assert expected_type("In what year was the bridge built?") == "date"
+    assert expected_type("How many people live in Fresno?") == "number"
+    assert expected_type("What share of sites use HTTP/3?") == "number"
+    assert expected_type("Who wrote The Hobbit?") == "person"
+    assert expected_type("Which physician treated the patient?") == "person"
+    assert expected_type("Where does the Rhine rise?") == "place"
+    assert expected_type("What is oxygen?") is None
+    assert expected_type("What is the term for the lack of observable free quarks?") == "term"
+    assert expected_type("What is another name for State Route 168?") == "term"
+    assert expected_type("What is it called when people refuse to be released?") == "term"
+    assert expected_type("What does LGM stand for?") == "term"
+    assert expected_type("Which city is named after the river?") == "place"  # the rules' order: place first
+    assert carries("This absence is known as colour confinement.", "term", "What is the absence called?")
+    assert carries("Route 168, also called the Sierra Freeway, heads east.", "term", "What is it called?")
+    assert not carries("The absence of free quarks was observed.", "term", "What is the term for it?")
+    assert carries("It will retail for $499 in the US.", "currency", "How much?")
+    assert not carries("The price was announced.", "currency", "How much?")
+    assert carries("It costs 40 euros.", "currency", "How much?")
+    assert not carries("It happened in 1066.", "date", "What happened in 1066?")  # the question's own year
+    assert carries("The Hobbit was written by J. R. R. Tolkien.", "person", "Who wrote the Hobbit?")
+    assert not carries("The Hobbit is a book.", "person", "Who wrote The Hobbit?")
+    # the possessive of the question's own name is its subject, not an answer
+    assert not carries("It is known as Newton's Constant.", "person", "Who measured the Newton Constant?")
+    assert not carries("The Joneses' farm was sold.", "person", "Who bought the Joneses farm?")
+    assert carries("Newton's Constant was measured by Henry Cavendish.", "person", "Who measured the Newton Constant?")
+    assert carries("About 520,000 people live there.", "number", "How many people live in Fresno?")
+
+
+def test_the_first_wh_word_decides_the_answer_type():
+    # a later "who" opens a relative clause; before, these asked for a person
+    assert expected_type("How many people who had been near the hunter were quarantined?") == "number"
+    assert expected_type("When was the man who led the revolt born?") == "date"
+    assert expected_type("In what year did the man who founded it die?") == "date"
+    assert expected_type("Where did the woman who wrote it live?") == "place"
+    assert expected_type("Why did the minister who signed it resign?") is None
+    assert expected_type("Who heads the office that opened the inquiry?") == "person"
+    # the roles news asks about, a few words after "which"
+    assert expected_type("Which regional disease-control official said the case was isolated?") == "person"
+    assert expected_type("Which SpaceX executive described the lander?") == "person"
+    assert expected_type("Which chest specialist found the cause?") == "person"
+    assert expected_type("What year did the king die?") == "date"  # no role noun behind a verb
+
+
+def test_organisation_questions_and_their_answers():
+    assert expected_type("Which advertising firm came up with the slogan?") == "org"
+    assert expected_type("At which Beijing hospital were the patients treated?") == "org"
+    assert expected_type("Which companies supply the keyboards?") == "org"
+    q = "Which advertising firm came up with the slogan?"
+    assert carries("The report says the Minneapolis ad agency Broadhead Co. came up with it.", "org", q)
+    assert not carries("The slogan was written by an agency last year.", "org", q)
+    # a title-case headline capitalises every word: no name stands out in it
+    assert not carries("Ad Agency Behind Meth Campaign Defends The Slogan", "org", q)
+    # the question's own names are not its answer
+    assert not carries("Critics mocked the slogan in South Dakota.", "org", "Which firm wrote the South Dakota slogan?")
