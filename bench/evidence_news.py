@@ -41,7 +41,14 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench._common import hosts_of, write_har  # noqa: E402
-from bench.evidence_squad import baseline_tree, clean_up, emit, run_cli, synth_blocks  # noqa: E402
+from bench.evidence_squad import (  # noqa: E402
+    baseline_tree,
+    clean_up,
+    emit,
+    run_cli,
+    synth_blocks,
+    write_bench_charter,
+)
 
 DEFAULT_QUESTIONS = REPO_ROOT / "bench" / "data" / "news_questions.json"
 
@@ -89,26 +96,13 @@ def load_clusters(eval_dir: Path, questions_path: Path) -> tuple[list[Cluster], 
 
 
 def write_charter(path: Path, cid: str, clusters: list[Cluster], *, javascript: bool) -> Path:
-    import yaml
-
     sections = []
     for c in clusters:
         for i, q in enumerate(c.questions):
             sections.append({"title": q.title, "label": f"{c.name[:12]}-{i}", "question": q.question})
     urls = [u for c in clusters for u in c.urls]
-    charter = {
-        "id": cid,
-        "title": f"News evidence benchmark ({cid})",
-        "allowed_domains": hosts_of(urls),
-        "seeds": urls,
-        "outputs": {"doc": f"out/{cid}.md", "sections": sections},
-        "harvest": {"max_pages": len(urls) + 5, "max_depth": 0, "obey_robots": False, "javascript": javascript,
-                    "concurrency": 2},
-        "memory": {"use_concept_index": False},
-        "retrieval": {"k": 5},
-    }
-    path.write_text(yaml.safe_dump(charter, sort_keys=False, allow_unicode=True))
-    return path
+    return write_bench_charter(path, cid, f"News evidence benchmark ({cid})", hosts_of(urls), urls, sections,
+                               javascript=javascript)
 
 
 def _same_page(a: str, b: str) -> bool:

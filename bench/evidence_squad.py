@@ -123,19 +123,28 @@ def page_html(article: Article) -> bytes:
 
 
 def write_charter(path: Path, cid: str, articles: list[Article], *, concept_index: bool) -> Path:
-    import yaml
-
     sections = []
     for a in articles:
         for i, q in enumerate(a.questions):
             sections.append({"title": q.question, "label": f"A{a.n}Q{i}", "question": q.question})
+    return write_bench_charter(path, cid, f"SQuAD evidence benchmark ({cid})", [HOST], [a.url for a in articles],
+                               sections, javascript=False, concept_index=concept_index)
+
+
+def write_bench_charter(
+    path: Path, cid: str, title: str, domains: list[str], seeds: list[str], sections: list[dict], *,
+    javascript: bool, concept_index: bool = False,
+) -> Path:
+    """The benchmarks' charter: ``seeds`` only (depth 0), robots not asked, k = 5, written to ``path``."""
+    import yaml
+
     charter = {
         "id": cid,
-        "title": f"SQuAD evidence benchmark ({cid})",
-        "allowed_domains": [HOST],
-        "seeds": [a.url for a in articles],
+        "title": title,
+        "allowed_domains": domains,
+        "seeds": seeds,
         "outputs": {"doc": f"out/{cid}.md", "sections": sections},
-        "harvest": {"max_pages": len(articles) + 5, "max_depth": 0, "obey_robots": False, "javascript": False,
+        "harvest": {"max_pages": len(seeds) + 5, "max_depth": 0, "obey_robots": False, "javascript": javascript,
                     "concurrency": 2},
         "memory": {"use_concept_index": concept_index},
         "retrieval": {"k": 5},
