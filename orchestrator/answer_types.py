@@ -11,8 +11,9 @@ Deterministic rules, read from the question's wording (README, "Quote checks"):
 - ``date``: when; what/which year, date, day, month, decade, century, era, period; since when; how long ago;
   carried by a year (1000-2099), a month, a decade (``1960s``), a century, an ISO date, ``BC``/``AD``.
 - ``number``: how many / much (no money word) / long / far / old / big / tall / high / fast / often; what share,
-  percentage, proportion, number, population, rate, size; carried by a numeral (``42``, ``3.5``, ``1,200``),
-  a number word (``twelve``, ``million``) or a percentage.
+  percentage, proportion, number, population, rate, size; carried by a numeral (``42``, ``3.5``, ``1,200``, a
+  unit glued to it: ``100Wh``, ``2.4GHz``), a number word (``twelve``, ``million``) or a percentage, not by a
+  date's digits (a year, a day of the month, a clock time: "on July 22" counts no concerts).
 - ``place``: where; what/which city, country, region, river, ...; carried by a capitalised word after
   ``in``/``at``/``from``/``near``/``to``/``of``.
 - ``org``: which/what company, firm, agency, hospital, university, team, ...; carried by capitalised words or an
@@ -193,10 +194,10 @@ _DATE = re.compile(
     r"\b\d{1,4}\s?(?:BC|BCE|AD|CE)\b|\b\d{4}-\d{2}-\d{2}\b|\b'\d0s\b|\b\d0s\b",
 )
 _NUMBER = re.compile(
-    r"\b\d[\d,]*(?:\.\d+)?\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
-    r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|"
-    r"ninety|hundred|hundreds|thousand|thousands|million|millions|billion|billions|dozen|dozens|half|"
-    r"quarter|third|single|double|twice|thrice)\b|%|\bper\s?cent\b",
+    r"\b\d[\d,]*(?:\.\d+)?(?:[a-zA-Zµ]{1,5})?\b|"
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+    r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|hundreds|"
+    r"thousand|thousands|million|millions|billion|billions|dozen|dozens|half|quarter|third|single|double|twice|thrice)\b|%|\bper\s?cent\b",
     re.IGNORECASE,
 )
 _NAME_WORD = r"(?:[A-Z][a-zà-ÿ'’\-]+|[A-Z]\.(?:\s?[A-Z]\.)*|[A-Z]{2,})"
@@ -214,6 +215,12 @@ _TERM = re.compile(
     r"\b(?:called|known\s+as|termed|named|referred\s+to\s+as|stands?\s+for|short\s+for|dubbed|nicknamed|"
     r"so-called)\b",
     re.IGNORECASE,
+)
+# the digits of a date or a time, which count nothing: "July 22", "5 June 1990", "2024", "10 a.m.", "18:30"
+_DATE_DIGITS = re.compile(
+    rf"\b(?:{_MONTHS})\s*\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s*\d{{4}})?|"
+    rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})|\b(?:1[0-9]{{3}}|20[0-9]{{2}})s?\b(?![,.]?\d)|"
+    r"\b\d{1,2}(?::\d{2})?\s?(?:a\.m\.|p\.m\.|am\b|pm\b)|\b\d{1,2}:\d{2}\b"
 )
 _PATTERNS = {
     "currency": _CURRENCY, "date": _DATE, "number": _NUMBER, "person": _PERSON, "place": _PLACE, "org": _ORG,
@@ -234,6 +241,9 @@ def typed_spans(text: str, kind: AnswerType) -> list[str]:
             if len(words) >= 2 and not _MONTH_OR_DAY.match(words[0]):
                 names.append(" ".join(words))
         found = names
+    if kind == "number":  # a year, a day of the month, a clock time: a date's digits count nothing
+        dated = [m.span() for m in _DATE_DIGITS.finditer(text)]
+        found = [m.group(0).strip() for m in _NUMBER.finditer(text) if not any(a <= m.start() < b for a, b in dated)]
     if kind == "place":
         found = [f.split(None, 1)[1] for f in found if len(f.split(None, 1)) == 2]
     if kind == "org":  # a month or weekday is capitalised too; in a title-case headline every word is

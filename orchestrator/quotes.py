@@ -11,20 +11,20 @@ that answers a question repeats its rare terms (the name, the thing measured) wh
 more often a paraphrase.
 
 BM25 (k1 = 1.2, b = 0.75) is computed over the candidates' sentences (lower-cased words less stop words, each
-reduced to its Snowball English stem: "salaries" and "salary", "ranged" and "range" match), so its idf says which
-of the question's words are rare among the candidates. In each chunk the quote starts at its best sentence and
-**grows into the neighbouring sentence** (next first) when that one carries the expected type and the best one does
-not, then into its better-ranked neighbours while it is shorter than MIN_QUOTE_WORDS (the answer often stands
-beside the sentence that restates the question); a quote that grew so offers its **core** (the sentences before
-that growth) as a quote of its own, since neighbours that say little of the question can pull a sentence that
-answers it under the bar (``select_evidence`` holds a core to the question's terms and drops it where the grown
-quote is a block). A heading or headline line is quoted (marked ``heading``) only
-when it carries the expected type and out-ranks the chunk's prose. For a question, a chunk offers a **second
+reduced to its Snowball English stem: "salaries" and "salary", "ranged" and "range" match; an agent or relation
+noun loses its "-er" / "-or" / "-al" where five letters stay: "suppliers" and "supplying", "inventor" and
+"invented"), so its idf says which of the question's words are rare among the candidates. In each chunk the quote
+starts at its best sentence and **grows into the neighbouring sentence** (next first) when that one carries the
+expected type and the best one does not, then into its better-ranked neighbours while it is shorter than
+MIN_QUOTE_WORDS (the answer often stands beside the sentence that restates the question); a quote that grew so
+offers its **core** (the sentences before that growth) as a quote of its own, since neighbours that say little of
+the question can pull a sentence that answers it under the bar (``select_evidence`` holds a core to the question's
+terms and drops it where the grown quote is a block). A heading or headline line is quoted (marked ``heading``)
+only when it carries the expected type and out-ranks the chunk's prose. For a question, a chunk offers a **second
 quote** when another of its passages, apart from the first quote, ranks within SECOND_QUOTE_MARGIN of it: the
 answer may stand three sentences from the one that restates the question; the two are separate blocks of one page
-(``select_evidence`` holds each to the section's bars).
-Sentence vectors are cached by text (``SentenceVectors``) so one synthesis never embeds a sentence twice, and
-embedded in one batch.
+(``select_evidence`` holds each to the section's bars). Sentence vectors are cached by text (``SentenceVectors``)
+so one synthesis never embeds a sentence twice, and embedded in one batch.
 """
 
 from __future__ import annotations
@@ -89,16 +89,26 @@ def _stemmer() -> Any:
     return EnglishStemmer()
 
 
+_DERIVATIONS = ("er", "or", "al")
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     if word.isalpha():
-        return _stemmer().stemWord(word)
+        stem = _stemmer().stemWord(word)
+        # an agent or relation noun and its verb or noun: "supplier" / "supplying", "inventor" / "invented",
+        # "national" / "nation" (Snowball keeps these apart)
+        for suffix in _DERIVATIONS:
+            if stem.endswith(suffix) and len(stem) - len(suffix) >= 5:
+                return stem[: -len(suffix)]
+        return stem
     return word[:-1] if len(word) > 3 and word.endswith("s") else word  # "1990s", "mp3s": only the plural
 
 
 def terms(text: str) -> list[str]:
     """Lower-cased content words, each reduced to its stem ("prices" and "price", "salaries" and "salary",
-    "founded" and "found" match; Snowball's English stemmer), a plural ``s`` folded on words with digits."""
+    "founded" and "found" match; Snowball's English stemmer, then ``_DERIVATIONS``: "supplier" and "supply"),
+    a plural ``s`` folded on words with digits."""
     return [_stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
 
 

@@ -3,7 +3,7 @@ sentence carries one."""
 
 from __future__ import annotations
 
-from orchestrator.answer_types import carries, expected_type, is_question
+from orchestrator.answer_types import carries, expected_type, is_question, typed_spans
 
 
 def test_questions_are_told_from_claims_and_topics():
@@ -76,3 +76,18 @@ def test_organisation_questions_and_their_answers():
     assert not carries("Ad Agency Behind Meth Campaign Defends The Slogan", "org", q)
     # the question's own names are not its answer
     assert not carries("Critics mocked the slogan in South Dakota.", "org", "Which firm wrote the South Dakota slogan?")
+
+
+def test_numbers_with_their_units_and_the_digits_of_dates():
+    question = "What is the capacity of the battery?"
+    for sentence in ("Apple fitted a new 100Wh battery.", "It runs at 2.4GHz.", "It has 16GB of memory.",
+                     "It plays 4K video at 60fps.", "It holds 2,300 tons.", "A 3.5mm jack stays."):
+        assert carries(sentence, "number", question), sentence
+    # a year, a day of the month or a clock time counts nothing: "How many concerts?" is not answered by them
+    count = "How many concerts are scheduled?"
+    for sentence in ("The tour stops at Blossom on July 22.", "Tickets go on sale at 10 a.m. on Dec. 6.",
+                     "It returns to the moon by 2024.", "It was founded on 5 June 1990."):
+        assert not carries(sentence, "number", count), sentence
+    assert carries("The band plays 30 cities from June 9, 2020.", "number", count)
+    assert typed_spans("The 30-date jaunt starts on June 9, 2020.", "number") == ["30"]
+

@@ -238,6 +238,9 @@ def test_terms_are_stems():
     assert terms("Salaries ranged widely") == terms("salary range wide")
     assert terms("The franchise was founded in 1995") == terms("franchise founding 1995")
     assert terms("the 1990s and 1990") == ["1990", "1990"]  # a plural of a word with digits still folds
+    # an agent or relation noun and its verb or noun share a term; short words keep their ending
+    assert terms("suppliers invented national") == terms("supplying inventor nation")
+    assert terms("former water order") == ["former", "water", "order"]
     # a sentence that says "salaries ... ranged" now scores for a question about "salary range"
     docs = ["Salaries for teachers ranged from 20,133 to 41,004.", "Teachers in Wales are paid well."]
     scores = bm25_scores("What was the high end of the salary range?", docs)
