@@ -197,7 +197,8 @@ _NUMBER = re.compile(
     r"\b\d[\d,]*(?:\.\d+)?(?:[a-zA-Zµ]{1,5})?\b|"
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
     r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|hundreds|"
-    r"thousand|thousands|million|millions|billion|billions|dozen|dozens|half|quarter|third|single|double|twice|thrice)\b|%|\bper\s?cent\b",
+    r"thousand|thousands|million|millions|billion|billions|dozen|dozens|half|quarter|third|single|double|"
+    r"twice|thrice)\b|%|\bper\s?cent\b",
     re.IGNORECASE,
 )
 _NAME_WORD = r"(?:[A-Z][a-zà-ÿ'’\-]+|[A-Z]\.(?:\s?[A-Z]\.)*|[A-Z]{2,})"

@@ -259,7 +259,7 @@ class Candidate:
     choice: QuoteChoice | Quote
     score: float  # cosine of the quote, read under its heading, to the section's question
     names: bool = True  # its page (title or chunk) names something the question names (relevance.named_subjects)
-    rank: float = 0.0  # rank score of the quote less the retrieval prior (RETRIEVAL_PRIOR); orders the blocks
+    rank: float = 0.0  # orders the blocks (candidate_rank)
     covers: float = 0.0  # share of the question's term weight its quote holds (quotes.term_coverage)
     also: list[Candidate] = field(default_factory=list)  # candidates merged into this one (same facts)
 
@@ -323,16 +323,18 @@ def _names_it(hit: Hit, names: list[str]) -> bool:
 
 
 def answer_candidates(question: str, hits: list[Hit], quoted: list[list[tuple[Quote, float]]]) -> list[Candidate]:
-    """The candidates of ``hits`` (retrieval order) from their quotes (``quotes.quote_hits``), with the checks
-    ``select_evidence`` applies: whether the page names what the question names, the rank, and the share of
-    the question's terms each quote holds (idf over the section's quotes)."""
+    """The candidates of ``hits`` (retrieval order) from their quotes (``quotes.quote_hits``), with whether the page
+    names what the question names, the share of the question's terms each quote holds (idf over the section's
+    quotes) and the rank."""
     names = named_subjects(question)
     covers = iter(term_coverage(question, [quote.quote for quotes in quoted for quote, _ in quotes]))
-    return [
-        Candidate(hit, quote, score, _names_it(hit, names), candidate_rank(quote.rank, position, score), next(covers))
-        for position, (hit, quotes) in enumerate(zip(hits, quoted, strict=True))
-        for quote, score in quotes
-    ]
+    candidates: list[Candidate] = []
+    for position, (hit, quotes) in enumerate(zip(hits, quoted, strict=True)):
+        for quote, score in quotes:
+            share = next(covers)
+            rank = candidate_rank(quote.rank, position, score, share)
+            candidates.append(Candidate(hit, quote, score, _names_it(hit, names), rank, share))
+    return candidates
 
 
 # A candidate's rank is its quote's rank score (orchestrator/quotes.py) less RETRIEVAL_PRIOR per place in the
@@ -341,15 +343,16 @@ def answer_candidates(question: str, hits: list[Hit], quoted: list[list[tuple[Qu
 # 0.762 -> 0.738; BENCHMARKS.md "Evidence that answers"). A block must stand within RANK_MARGIN of the section's
 # best block: a block that ranks far below the best adds no evidence, it fills a slot (issue 10, "No padding").
 # 0.35 is the narrowest margin that kept every SciFact claim's support (0.30 lost one of 300, 0.15 five).
-# A quote's rank score is its best sentence's; the whole quote's score (its cosine to the question, read under
-# its heading) weighs in with QUOTE_SCORE_WEIGHT: a sentence that matches the question's words well, in a passage
-# about something else (a headline and lead that repeat the question's subject), no longer outranks the passage
-# that answers it (news questions answer@1 0.679 -> 0.718 in process; SQuAD precision +2 points, answer@1 within
-# one question, answer@k one question of 324 lower; 0.5 and 1.0 cost SQuAD answer@1; BENCHMARKS.md "Real news
-# pages").
+# A quote's rank score is its best sentence's; the whole quote's score (cosine to the question, read under its
+# heading) weighs in with QUOTE_SCORE_WEIGHT, so a headline and lead that repeat the question's subject no longer
+# outrank the passage that answers (news answer@1 0.679 -> 0.718 in process; 0.5 and 1.0 cost SQuAD answer@1),
+# and the share of the question's term weight the quote holds (``Candidate.covers``) with COVERAGE_WEIGHT: of two
+# passages that match alike, the one naming more of what is asked answers it (SQuAD held out, per article:
+# answer@1 0.792 -> 0.805, precision +2.3 points; 0.2 and 0.3 cost news answer@1; BENCHMARKS.md "Real news pages").
 RETRIEVAL_PRIOR = 0.05
 RANK_MARGIN = 0.35
 QUOTE_SCORE_WEIGHT = 0.3
+COVERAGE_WEIGHT = 0.1
 # Candidates are retrieved without min_score (a far chunk may hold the answering sentence), but a quote from a
 # chunk that misses min_score as a whole must clear it by this much: a sentence that merely brushes the bar in
 # an off-topic chunk is a coincidence of wording, not evidence (the demo's HTTP/3 section; SQuAD unanswerable
@@ -367,10 +370,10 @@ FAR_CHUNK_MARGIN = 0.05
 FAR_COVERAGE = 0.30
 
 
-def candidate_rank(quote_rank: float, position: int, quote_score: float = 0.0) -> float:
-    """The rank that orders a section's blocks: the quote's rank score less RETRIEVAL_PRIOR per place
-    (``position``, 0-based) in the retrieval order, plus QUOTE_SCORE_WEIGHT times the whole quote's score."""
-    return quote_rank - RETRIEVAL_PRIOR * position + QUOTE_SCORE_WEIGHT * quote_score
+def candidate_rank(quote_rank: float, position: int, quote_score: float = 0.0, covers: float = 0.0) -> float:
+    """The rank that orders a section's blocks: the quote's rank score less RETRIEVAL_PRIOR per place (``position``,
+    0-based) in retrieval order, plus QUOTE_SCORE_WEIGHT × its whole score and COVERAGE_WEIGHT × ``covers``."""
+    return quote_rank - RETRIEVAL_PRIOR * position + QUOTE_SCORE_WEIGHT * quote_score + COVERAGE_WEIGHT * covers
 
 
 def select_evidence(

@@ -19,7 +19,9 @@ from orchestrator.quotes import (
     second_span,
 )
 from orchestrator.synthesize import (
+    COVERAGE_WEIGHT,
     QUOTE_SCORE_WEIGHT,
+    RETRIEVAL_PRIOR,
     Candidate,
     answer_candidates,
     candidate_rank,
@@ -354,10 +356,26 @@ def test_the_whole_quote_weighs_in_the_order_of_the_blocks():
     hits = [_Hit(lead), _Hit(answer)]
     quoted = [[(Quote(lead, rank=0.96), 0.58)], [(Quote(answer, rank=0.94), 0.85)]]
     cands = answer_candidates(question, hits, quoted)
-    assert cands[0].rank == pytest.approx(candidate_rank(0.96, 0) + QUOTE_SCORE_WEIGHT * 0.58)
+    lead_rank = candidate_rank(0.96, 0) + QUOTE_SCORE_WEIGHT * 0.58 + COVERAGE_WEIGHT * cands[0].covers
+    assert cands[0].rank == pytest.approx(lead_rank)
     assert candidate_rank(0.96, 0) > candidate_rank(0.94, 1)  # by the best sentence alone, the lead came first
     chosen = select_evidence(cands, k=5, min_score=0.35)
     assert chosen[0].choice.quote == answer
+
+
+def test_the_quote_that_holds_more_of_the_questions_terms_ranks_first():
+    # two passages alike to the model; the one that names the branches and what they discharge to answers
+    question = "Where do the branches Waal and Nederrijn-Lek discharge to?"
+    other = "The discharge of the Rhine is divided among three branches: the River Waal and two others."
+    answer = "At present, the branches Waal and Nederrijn-Lek discharge to the North Sea, near Rotterdam."
+    hits = [_Hit(other), _Hit(answer)]
+    quoted = [[(Quote(other, rank=1.0), 0.6)], [(Quote(answer, rank=0.99), 0.6)]]
+    cands = answer_candidates(question, hits, quoted)
+    assert cands[1].covers > cands[0].covers
+    assert cands[1].rank - cands[0].rank == pytest.approx(
+        -RETRIEVAL_PRIOR - 0.01 + COVERAGE_WEIGHT * (cands[1].covers - cands[0].covers)
+    )
+    assert select_evidence(cands, k=5, min_score=0.35)[0].choice.quote == answer
 
 
 def test_one_good_block_prints_one_not_k():
