@@ -232,7 +232,11 @@ _MONTH_OR_DAY = re.compile(rf"^(?:{_MONTHS}|Monday|Tuesday|Wednesday|Thursday|Fr
 
 def typed_spans(text: str, kind: AnswerType) -> list[str]:
     """The spans of ``text`` that are answers of type ``kind`` (see the module table)."""
-    found = [m.group(0).strip() for m in _PATTERNS[kind].finditer(text)]
+    matches = list(_PATTERNS[kind].finditer(text))
+    if kind == "number":  # a year, a day of the month, a clock time: a date's digits count nothing
+        dated = [m.span() for m in _DATE_DIGITS.finditer(text)]
+        matches = [m for m in matches if not any(a <= m.start() < b for a, b in dated)]
+    found = [m.group(0).strip() for m in matches]
     if kind == "person":
         names = []
         for f in found:
@@ -242,9 +246,6 @@ def typed_spans(text: str, kind: AnswerType) -> list[str]:
             if len(words) >= 2 and not _MONTH_OR_DAY.match(words[0]):
                 names.append(" ".join(words))
         found = names
-    if kind == "number":  # a year, a day of the month, a clock time: a date's digits count nothing
-        dated = [m.span() for m in _DATE_DIGITS.finditer(text)]
-        found = [m.group(0).strip() for m in _NUMBER.finditer(text) if not any(a <= m.start() < b for a, b in dated)]
     if kind == "place":
         found = [f.split(None, 1)[1] for f in found if len(f.split(None, 1)) == 2]
     if kind == "org":  # a month or weekday is capitalised too; in a title-case headline every word is

@@ -18,22 +18,28 @@ def test_questions_are_told_from_claims_and_topics():
         assert not is_question(t), t
 
 
+_TYPE_CUES = [
+    ("How much does the X1 console cost?", "currency"),
+    ("What is the retail price of the X1?", "currency"),
+    ("When did the Normans conquer England?", "date"),
+    ("In what year was the bridge built?", "date"),
+    ("How many people live in Fresno?", "number"),
+    ("What share of sites use HTTP/3?", "number"),
+    ("Who wrote The Hobbit?", "person"),
+    ("Which physician treated the patient?", "person"),
+    ("Where does the Rhine rise?", "place"),
+    ("What is oxygen?", None),
+    ("What is the term for the lack of observable free quarks?", "term"),
+    ("What is another name for State Route 168?", "term"),
+    ("What is it called when people refuse to be released?", "term"),
+    ("What does LGM stand for?", "term"),
+    ("Which city is named after the river?", "place"),  # the rules' order: place first
+]
+
+
 def test_answer_type_cues():
-    assert expected_type("How much does the X1 console cost?") == "currency"
-    assert expected_type("What is the retail price of the X1?") == "currency"
-    assert expected_type("When did the Normans conquer England?") == "date"
-    assert expected_type("In what year was the bridge built?") == "date"
-    assert expected_type("How many people live in Fresno?") == "number"
-    assert expected_type("What share of sites use HTTP/3?") == "number"
-    assert expected_type("Who wrote The Hobbit?") == "person"
-    assert expected_type("Which physician treated the patient?") == "person"
-    assert expected_type("Where does the Rhine rise?") == "place"
-    assert expected_type("What is oxygen?") is None
-    assert expected_type("What is the term for the lack of observable free quarks?") == "term"
-    assert expected_type("What is another name for State Route 168?") == "term"
-    assert expected_type("What is it called when people refuse to be released?") == "term"
-    assert expected_type("What does LGM stand for?") == "term"
-    assert expected_type("Which city is named after the river?") == "place"  # the rules' order: place first
+    for question, kind in _TYPE_CUES:
+        assert expected_type(question) == kind, question
     assert carries("This absence is known as colour confinement.", "term", "What is the absence called?")
     assert carries("Route 168, also called the Sierra Freeway, heads east.", "term", "What is it called?")
     assert not carries("The absence of free quarks was observed.", "term", "What is the term for it?")
@@ -51,18 +57,21 @@ def test_answer_type_cues():
 
 
 def test_the_first_wh_word_decides_the_answer_type():
-    # a later "who" opens a relative clause; before, these asked for a person
-    assert expected_type("How many people who had been near the hunter were quarantined?") == "number"
-    assert expected_type("When was the man who led the revolt born?") == "date"
-    assert expected_type("In what year did the man who founded it die?") == "date"
-    assert expected_type("Where did the woman who wrote it live?") == "place"
-    assert expected_type("Why did the minister who signed it resign?") is None
-    assert expected_type("Who heads the office that opened the inquiry?") == "person"
-    # the roles news asks about, a few words after "which"
-    assert expected_type("Which regional disease-control official said the case was isolated?") == "person"
-    assert expected_type("Which SpaceX executive described the lander?") == "person"
-    assert expected_type("Which chest specialist found the cause?") == "person"
-    assert expected_type("What year did the king die?") == "date"  # no role noun behind a verb
+    for question, kind in (
+        # a later "who" opens a relative clause; before, these asked for a person
+        ("How many people who had been near the hunter were quarantined?", "number"),
+        ("When was the man who led the revolt born?", "date"),
+        ("In what year did the man who founded it die?", "date"),
+        ("Where did the woman who wrote it live?", "place"),
+        ("Why did the minister who signed it resign?", None),
+        ("Who heads the office that opened the inquiry?", "person"),
+        # the roles news asks about, a few words after "which"
+        ("Which regional disease-control official said the case was isolated?", "person"),
+        ("Which SpaceX executive described the lander?", "person"),
+        ("Which chest specialist found the cause?", "person"),
+        ("What year did the king die?", "date"),  # no role noun behind a verb
+    ):
+        assert expected_type(question) == kind, question
 
 
 def test_organisation_questions_and_their_answers():
