@@ -4,6 +4,7 @@ Chromium the test starts with --remote-debugging-port), both against the local f
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from orchestrator.config import open_memory
 from orchestrator.errors import BrowserNotFound
 from orchestrator.harvest import harvest
 from orchestrator.harvest.readers.devtools_mcp.client import (
+    DevtoolsMcpBrowser,
     DevtoolsMcpNotFound,
     find_devtools_mcp,
 )
@@ -95,6 +97,31 @@ def test_via_devtools_mcp_last_modified_header(local_site, make_charter, brt_hom
     assert report.counts()["stored"] == 1
     stored = open_memory(charter, create=False).page(site.url("dated.html"))
     assert stored.last_updated == "2024-10-02" and stored.last_updated_source == "http-last-modified"
+
+
+@pytest.mark.browser
+def test_network_log_tells_what_a_document_is_without_a_script_context(local_site):
+    # When a document's script context never comes up (seen on loaded CI machines for an image and a 404),
+    # the reader decides from chrome-devtools-mcp's network log that it would not read it anyway.
+    site = local_site()
+    _devtools_mcp_or_skip()
+
+    async def responses() -> dict[str, object]:
+        async with DevtoolsMcpBrowser(["127.0.0.1"], timeout_s=15) as browser:
+            seen = {}
+            for name in ("picture.png", "missing.html", "dated.html", "a.html"):
+                assert (await browser.navigate(site.url(name), 15)).ok
+                seen[name] = await browser.document_response()
+            return seen
+
+    seen = asyncio.run(responses())
+    picture, missing, dated, a = (seen[n] for n in ("picture.png", "missing.html", "dated.html", "a.html"))
+    assert picture.url == site.url("picture.png") and picture.status == 200
+    assert picture.content_type == "image/png" and not picture.readable
+    assert missing.status == 404 and not missing.readable
+    assert a.readable and a.content_type == "text/html" and a.info()["status"] == 200
+    assert dated.readable and dated.info()["url"] == site.url("dated.html")
+    assert dated.info()["lastModifiedMs"] == pytest.approx(1727870400000, abs=86_400_000)  # 2024-10-02
 
 
 def _user_cookie(endpoint: str, site_base: str, *, add: bool) -> list[dict]:

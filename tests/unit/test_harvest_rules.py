@@ -306,17 +306,33 @@ def test_allowed_url_patterns():
 class _ScriptedMcp(DevtoolsMcpBrowser):
     """chrome-devtools-mcp's answers scripted, for the retry logic alone (no process is started)."""
 
-    def __init__(self, evaluate_answers: list[tuple[bool, str]]):
+    def __init__(self, evaluate_answers: list[tuple[bool, str]], network_request: str | None = None):
         super().__init__(["127.0.0.1"])
         self._session = object()  # "running"
         self.evaluate_answers = evaluate_answers
+        self.network_request = network_request  # get_network_request's text; None: the log is empty
         self.calls: list[str] = []
 
     async def call(self, tool, arguments):
         self.calls.append(tool)
         if tool == "navigate_page":
             return False, f"Successfully navigated to {arguments['url']}."
+        if tool == "list_network_requests":
+            listing = "## Network requests\nShowing 1-1 of 1 (Page 1 of 1).\n"
+            return False, listing + ("reqid=7 GET http://127.0.0.1/m [200]" if self.network_request else "")
+        if tool == "get_network_request":
+            assert arguments["reqid"] == 7 and arguments["responseFilePath"]
+            return False, self.network_request
         return self.evaluate_answers.pop(0)
+
+
+def _network_request(status: int, content_type: str) -> str:
+    """get_network_request's text as chrome-devtools-mcp 1.11 prints it."""
+    return (
+        f"## Request http://127.0.0.1/m\nStatus: {status}\n### Request Headers\n- accept:text/html\n"
+        f"### Response Headers\n- content-length:70\n- Content-Type:{content_type}\n"
+        "- last-modified:Wed, 02 Oct 2024 10:00:00 GMT\n### Response Body\n<binary data>"
+    )
 
 
 def test_a_lost_script_context_navigates_again():
@@ -325,7 +341,14 @@ def test_a_lost_script_context_navigates_again():
     browser = _ScriptedMcp([lost, lost, info])
     nav, got = asyncio.run(browser.open("http://127.0.0.1/m", 5))
     assert nav.ok and got == {"url": "http://127.0.0.1/m", "status": 404}
-    assert browser.calls == ["navigate_page", "evaluate_script", "evaluate_script", "navigate_page", "evaluate_script"]
+    assert browser.calls == [
+        "navigate_page",
+        "evaluate_script",
+        "evaluate_script",
+        "list_network_requests",  # nothing in the log: navigate again
+        "navigate_page",
+        "evaluate_script",
+    ]
 
     browser = _ScriptedMcp([lost] * 4 + [info])  # lost again after the first new navigation: a second one
     nav, got = asyncio.run(browser.open("http://127.0.0.1/m", 5))
@@ -335,6 +358,18 @@ def test_a_lost_script_context_navigates_again():
     with pytest.raises(DevtoolsMcpError, match="Timed out"):
         asyncio.run(browser.open("http://127.0.0.1/m", 5))
     assert browser.calls.count("navigate_page") == 1 + NEW_CONTEXT_NAVIGATIONS
+
+    # A document brt would not read anyway (an image, an error status) is decided from the network log.
+    browser = _ScriptedMcp([lost] * 6, _network_request(200, "image/png"))
+    nav, got = asyncio.run(browser.open("http://127.0.0.1/m", 5))
+    assert got["url"] == "http://127.0.0.1/m" and got["status"] == 200 and got["contentType"] == "image/png"
+    assert got["lastModifiedMs"] == 1727863200000 and browser.calls.count("navigate_page") == 1
+    browser = _ScriptedMcp([lost] * 6, _network_request(404, "text/html; charset=utf-8"))
+    nav, got = asyncio.run(browser.open("http://127.0.0.1/m", 5))
+    assert got["status"] == 404 and got["contentType"] == "text/html" and browser.calls.count("navigate_page") == 1
+    browser = _ScriptedMcp([lost, lost, info], _network_request(200, "text/html"))  # a page to read: again
+    nav, got = asyncio.run(browser.open("http://127.0.0.1/m", 5))
+    assert got["status"] == 404 and browser.calls.count("navigate_page") == 2
 
     browser = _ScriptedMcp([(True, "Error: ReferenceError: x is not defined")])  # other errors: no second try
     with pytest.raises(DevtoolsMcpError, match="ReferenceError"):

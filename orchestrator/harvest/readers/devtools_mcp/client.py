@@ -24,11 +24,13 @@ import tempfile
 import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ....errors import DevtoolsMcpError, DevtoolsMcpNotFound, first_line
 from ... import launch
+from ...models import HTML_TYPES
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession
@@ -311,37 +313,128 @@ class DevtoolsMcpBrowser:
     async def open(self, url: str, timeout_s: float) -> tuple[Navigation, dict[str, Any]]:
         """Navigate to ``url`` and read the page's facts (``INFO_JS``). When the evaluation still times out
         after its retry, the new document's script context was lost (puppeteer waits for it in vain, seen
-        in CI, also twice in a row on a loaded machine): navigate again, which makes a fresh context, at most
-        ``NEW_CONTEXT_NAVIGATIONS`` times."""
+        in CI, also twice in a row on a loaded machine; three times for an image): a document the network log
+        shows brt would not read (an error status, a type other than HTML) is decided from the log; any other is
+        navigated to again, which makes a fresh context, at most ``NEW_CONTEXT_NAVIGATIONS`` times."""
         nav = await self.navigate(url, timeout_s)
         for again in range(NEW_CONTEXT_NAVIGATIONS + 1):
             try:
                 info = await self.evaluate(INFO_JS)
                 break
             except DevtoolsMcpError as exc:
-                if "timed out" not in str(exc).lower() or again == NEW_CONTEXT_NAVIGATIONS:
+                if "timed out" not in str(exc).lower():
+                    raise
+                # A document brt will not read (an error status, an image, a PDF) is decided without a script
+                # context, from the network log; only a page to read is worth navigating to again.
+                response = await self.document_response()
+                if response is not None and not response.readable:
+                    logger.info("%s: %s decided from the network log (%s)", PACKAGE, url, exc)
+                    return nav, response.info()
+                if again == NEW_CONTEXT_NAVIGATIONS:
                     raise
                 logger.warning("%s: no script context after navigating to %s (%s); navigating again", PACKAGE, url, exc)
                 nav = await self.navigate(url, timeout_s)
         return nav, info if isinstance(info, dict) else {}
 
+    async def document_response(self) -> DocumentResponse | None:
+        """The response to the current page's last document request, from ``list_network_requests`` and
+        ``get_network_request`` (no script context needed); None when the network tools are off or say
+        nothing usable."""
+        requests = await self._document_request_ids()
+        if not requests:
+            return None
+        body = Path(self._tmp.name if self._tmp else tempfile.gettempdir()) / f"body-{time.monotonic_ns()}"
+        try:  # the body goes to a file: only the status line and headers are wanted here
+            _, text = await self.call(
+                "get_network_request",
+                {"pageId": self.page_id, "reqid": requests[-1][0], "responseFilePath": str(body)},
+            )
+        except Exception as exc:  # an optional tool: --categoryNetwork may be off
+            logger.debug("get_network_request: %s", exc)
+            return None
+        finally:
+            body.unlink(missing_ok=True)
+        return parse_network_request(text)
+
     async def document_requests(self) -> list[str]:
         """URLs of the page's document requests (oldest first), from ``list_network_requests``."""
+        return [url for _, url in await self._document_request_ids()]
+
+    async def _document_request_ids(self) -> list[tuple[int, str]]:
+        """(reqid, url) of the page's document requests, oldest first (lines ``reqid=N GET <url> [status]``)."""
         try:
             _, text = await self.call("list_network_requests", {"pageId": self.page_id, "resourceTypes": ["document"]})
         except Exception as exc:  # an optional tool: --categoryNetwork may be off
             logger.debug("list_network_requests: %s", exc)
             return []
-        urls = []
+        requests = []
         for line in text.splitlines():
             parts = line.split()
-            if len(parts) >= 3 and parts[0].startswith("reqid="):
-                urls.append(parts[2])
-        return urls
+            reqid = parts[0].removeprefix("reqid=") if parts else ""
+            if len(parts) >= 3 and parts[0].startswith("reqid=") and reqid.isdigit():
+                requests.append((int(reqid), parts[2]))
+        return requests
 
 
 #: Navigations made again when a page's script context does not come up (see ``DevtoolsMcpBrowser.open``).
 NEW_CONTEXT_NAVIGATIONS = 2
+
+
+@dataclass(frozen=True)
+class DocumentResponse:
+    """A document's response as chrome-devtools-mcp's network log shows it."""
+
+    url: str
+    status: int | None
+    headers: dict[str, str]
+
+    @property
+    def content_type(self) -> str | None:
+        value = self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        return value or None
+
+    @property
+    def readable(self) -> bool:
+        """Whether brt would read this document (a success with an HTML type, or one not yet known)."""
+        if self.status is not None and self.status >= 400:
+            return False
+        return self.content_type is None or self.content_type in HTML_TYPES
+
+    def info(self) -> dict[str, Any]:
+        """The page facts ``INFO_JS`` would have returned."""
+        last_modified = None
+        if "last-modified" in self.headers:
+            try:
+                last_modified = parsedate_to_datetime(self.headers["last-modified"]).timestamp() * 1000
+            except (TypeError, ValueError):
+                pass
+        return {
+            "url": self.url,
+            "status": self.status,
+            "contentType": self.content_type,
+            "lastModifiedMs": last_modified,
+            "nowMs": time.time() * 1000,
+        }
+
+
+def parse_network_request(text: str) -> DocumentResponse | None:
+    """``get_network_request``'s text: its ``## Request <url>`` line, ``Status:`` line and the lines under
+    ``### Response Headers`` (``- name:value``)."""
+    url, status, headers, section = "", None, {}, ""
+    for line in text.splitlines():
+        if line.startswith("## Request "):
+            url = line.removeprefix("## Request ").strip()
+        elif line.startswith("Status:"):
+            code = line.removeprefix("Status:").strip().split()[0] if line.strip() != "Status:" else ""
+            status = int(code) if code.isdigit() else None
+        elif line.startswith("### "):
+            section = line.removeprefix("### ").strip().lower()
+        elif section == "response headers" and line.startswith("- ") and ":" in line:
+            name, _, value = line[2:].partition(":")
+            headers[name.strip().lower()] = value.strip()
+    if not url.startswith(("http:", "https:")):
+        return None
+    return DocumentResponse(url=url, status=status, headers=headers)
 
 
 def _parse_json_output(text: str) -> Any:
