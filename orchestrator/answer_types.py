@@ -256,6 +256,24 @@ def typed_spans(text: str, kind: AnswerType) -> list[str]:
     return [f for f in found if f]
 
 
+_HOW_MANY_MUCH = re.compile(r"\bhow\s+(?:many|much)\b", re.IGNORECASE)
+
+
+def asks_quantity(question: str) -> bool:
+    """Whether ``question`` asks how many or how much (its first wh-word): only a quantity answers it."""
+    lead = _WH.search(question)
+    return bool(lead) and bool(_HOW_MANY_MUCH.match(question, lead.start()))
+
+
+def quantity_unstated(question: str, quotes: list[str]) -> bool:
+    """Whether ``question`` asks how many or how much and none of ``quotes`` states a quantity it does not
+    already contain (a number or a number word; for a price, an amount of money too): then none answers it."""
+    kind = expected_type(question)
+    if not asks_quantity(question) or kind not in ("number", "currency"):
+        return False
+    return not any(carries(q, k, question) for q in quotes for k in {kind, "number"})
+
+
 def carries(text: str, kind: AnswerType | None, question: str) -> bool:
     """Whether ``text`` holds an answer of type ``kind`` that ``question`` does not already contain."""
     if kind is None:

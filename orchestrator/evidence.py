@@ -55,6 +55,7 @@ class Gap:
     question: str
     searched_chunks: int
     searched_pages: int
+    reason: str | None = None  # why quotes that met the bar were not evidence ("no quote states a quantity")
 
     @property
     def markdown(self) -> str:

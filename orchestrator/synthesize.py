@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from concept_index.text import LIST_MARKER, is_heading
 from memory_store.clock import now
 
+from .answer_types import quantity_unstated
 from .api import make_module_callable
 from .evidence import EvidenceBlock, Gap, SectionResult, Source, SynthesisResult, display_url
 from .quotes import Quote, SentenceVectors, prose_under_top_heading, quote_hits, same_facts, term_coverage
@@ -26,18 +27,8 @@ if TYPE_CHECKING:
     from .charter import Charter, Retrieval, Section
 
 __all__ = [  # the result records live in evidence.py; re-exported here, where users met them first
-    "EvidenceBlock",
-    "Gap",
-    "SectionResult",
-    "Source",
-    "SynthesisResult",
-    "display_url",
-    "evidence_candidates",
-    "render_markdown",
-    "select_evidence",
-    "signature_queries",
-    "synthesize",
-    "synthesize_section",
+    "EvidenceBlock", "Gap", "SectionResult", "Source", "SynthesisResult", "display_url", "evidence_candidates",
+    "render_markdown", "select_evidence", "signature_queries", "synthesize", "synthesize_section",
 ]
 
 log = logging.getLogger(__name__)
@@ -447,15 +438,21 @@ def synthesize_section(
 
     Candidates come from ``evidence_candidates``; then each quote is checked against the section's question
     itself (``select_evidence``): the quote, read under its heading, must meet ``min_score`` too, and when the
-    best page names what the question names, pages that never do are dropped. A block's score is its quote's."""
+    best page names what the question names, pages that never do are dropped. A block's score is its quote's.
+    A question asking how many or how much that no chosen quote states a quantity for is a Gap (its ``reason``)."""
     label = section.effective_label
     queries = signature_queries(section, query_generator)
     result = SectionResult(title=section.title, label=label, question=section.effective_question, queries=queries)
+    reason = None
     candidates = evidence_candidates(
         memory, section, k=k, min_score=min_score, subtree=subtree, retrieval=retrieval, queries=queries,
         vectors=vectors,
     )
-    for c in select_evidence(candidates, k=k, min_score=min_score):
+    chosen = select_evidence(candidates, k=k, min_score=min_score)
+    if chosen and quantity_unstated(result.question, [c.choice.quote for c in chosen]):
+        log.info("%s: a Gap: no quote states a quantity for %r", label, result.question)
+        chosen, reason = [], "no quote states a quantity"
+    for c in chosen:
         also = [
             Source(a.hit.metadata["url"], a.hit.metadata.get("last_updated"), a.hit.id, a.choice.quote, a.score)
             for a in c.also
@@ -476,7 +473,7 @@ def synthesize_section(
             )
         )
     if not result.blocks:
-        result.gaps.append(Gap(label, result.question, memory.count_chunks(), memory.count_pages()))
+        result.gaps.append(Gap(label, result.question, memory.count_chunks(), memory.count_pages(), reason))
     return result
 
 

@@ -3,7 +3,14 @@ sentence carries one."""
 
 from __future__ import annotations
 
-from orchestrator.answer_types import carries, expected_type, is_question, typed_spans
+from orchestrator.answer_types import (
+    asks_quantity,
+    carries,
+    expected_type,
+    is_question,
+    quantity_unstated,
+    typed_spans,
+)
 
 
 def test_questions_are_told_from_claims_and_topics():
@@ -100,3 +107,17 @@ def test_numbers_with_their_units_and_the_digits_of_dates():
     assert carries("The band plays 30 cities from June 9, 2020.", "number", count)
     assert typed_spans("The 30-date jaunt starts on June 9, 2020.", "number") == ["30"]
 
+
+
+def test_a_quantity_question_no_quote_states_a_quantity_for():
+    for q in ("How many concerts are scheduled?", "how much did the duvet cost", "How much water was released?"):
+        assert asks_quantity(q), q
+    for q in ("How long is the bridge?", "Who knows how many were there?", "What is the population of Fresno?"):
+        assert not asks_quantity(q), q  # only "how many" / "how much" first: other wordings are answered otherwise
+    count = "How many of the five companies submitted proposals?"
+    assert quantity_unstated(count, ["The companies submitted proposals.", "The five companies bid."])
+    assert not quantity_unstated(count, ["The companies bid.", "Eight companies submitted proposals."])
+    assert quantity_unstated("How much did the duvet cost?", ["The duvet was expensive.", "It was sold in 2019."])
+    assert not quantity_unstated("How much did the duvet cost?", ["It cost 40 in 2019."])  # a bare number may be one
+    assert not quantity_unstated("How much did the duvet cost?", ["The duvet cost £40."])
+    assert not quantity_unstated("When did the tour start?", ["It started in the spring."])  # not a quantity
