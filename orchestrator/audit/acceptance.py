@@ -248,7 +248,8 @@ def _judge_gap(criterion: str, sections: list[dict[str, Any]], min_score: float)
 def _gap_detail(section: dict[str, Any]) -> str:
     gap = (section.get("gaps") or [{}])[0]
     if isinstance(gap, dict) and "searched_chunks" in gap:
-        return f"searched {gap['searched_chunks']} chunks from {gap['searched_pages']} pages"
+        why = f": {gap['reason']}" if gap.get("reason") else ""
+        return f"searched {gap['searched_chunks']} chunks from {gap['searched_pages']} pages{why}"
     return "no evidence met the threshold"
 
 
