@@ -274,6 +274,27 @@ def quantity_unstated(question: str, quotes: list[str]) -> bool:
     return not any(carries(q, k, question) for q in quotes for k in {kind, "number"})
 
 
+# the types whose carriers rarely miss an answer sentence (SQuAD dev: number 0.90, date 0.78 of them carry one) and
+# rarely stand in a sentence at random; a name's capitals stand in almost every news sentence
+STRICT_TYPES: frozenset[AnswerType] = frozenset({"currency", "date", "number"})
+
+
+_HOW_OTHER = re.compile(r"\bhow\s+(?!many\b|much\b)\w+", re.IGNORECASE)
+
+
+def typed_quotes(question: str, quotes: list[str]) -> list[bool]:
+    """Which of ``quotes`` may answer ``question``: when it asks for an amount of money, a date or a number
+    (``STRICT_TYPES``) and one of the quotes carries one it does not already contain, only those that do (a
+    quote about the question's subject that states no date cannot say when); otherwise all of them. "How far /
+    long / often ...?" is not held to it: "over any terrestrial distance" answers how far."""
+    kind = expected_type(question) if is_question(question) else None  # a claim or a topic asks for no type
+    lead = _WH.search(question)
+    if kind not in STRICT_TYPES or (kind == "number" and lead and _HOW_OTHER.match(question, lead.start())):
+        return [True] * len(quotes)
+    typed = [carries(q, kind, question) for q in quotes]
+    return typed if any(typed) else [True] * len(quotes)
+
+
 def carries(text: str, kind: AnswerType | None, question: str) -> bool:
     """Whether ``text`` holds an answer of type ``kind`` that ``question`` does not already contain."""
     if kind is None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from concept_index.text import LIST_MARKER, is_heading
 from memory_store.clock import now
 
-from .answer_types import quantity_unstated
+from .answer_types import quantity_unstated, typed_quotes
 from .api import make_module_callable
 from .evidence import EvidenceBlock, Gap, SectionResult, Source, SynthesisResult, display_url
 from .quotes import Quote, SentenceVectors, prose_under_top_heading, quote_hits, same_facts, term_coverage
@@ -439,7 +439,8 @@ def synthesize_section(
     Candidates come from ``evidence_candidates``; then each quote is checked against the section's question
     itself (``select_evidence``): the quote, read under its heading, must meet ``min_score`` too, and when the
     best page names what the question names, pages that never do are dropped. A block's score is its quote's.
-    A question asking how many or how much that no chosen quote states a quantity for is a Gap (its ``reason``)."""
+    Quotes that cannot hold the amount, date or number asked for go (``answer_types.typed_quotes``); a question
+    asking how many or how much that no chosen quote states a quantity for is a Gap (its ``reason``)."""
     label = section.effective_label
     queries = signature_queries(section, query_generator)
     result = SectionResult(title=section.title, label=label, question=section.effective_question, queries=queries)
@@ -449,6 +450,8 @@ def synthesize_section(
         vectors=vectors,
     )
     chosen = select_evidence(candidates, k=k, min_score=min_score)
+    typed = typed_quotes(result.question, [c.choice.quote for c in chosen])
+    chosen = [c for c, may_answer in zip(chosen, typed, strict=True) if may_answer]
     if chosen and quantity_unstated(result.question, [c.choice.quote for c in chosen]):
         log.info("%s: a Gap: no quote states a quantity for %r", label, result.question)
         chosen, reason = [], "no quote states a quantity"

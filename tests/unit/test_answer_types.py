@@ -9,6 +9,7 @@ from orchestrator.answer_types import (
     expected_type,
     is_question,
     quantity_unstated,
+    typed_quotes,
     typed_spans,
 )
 
@@ -121,3 +122,32 @@ def test_a_quantity_question_no_quote_states_a_quantity_for():
     assert not quantity_unstated("How much did the duvet cost?", ["It cost 40 in 2019."])  # a bare number may be one
     assert not quantity_unstated("How much did the duvet cost?", ["The duvet cost £40."])
     assert not quantity_unstated("When did the tour start?", ["It started in the spring."])  # not a quantity
+
+
+def test_only_quotes_that_carry_a_date_number_or_amount_answer_a_question_asking_for_one():
+    when = "On what date did the hunter eat the rabbit?"
+    quotes = [
+        "A hunter who killed and ate a wild rabbit was diagnosed with bubonic plague.",  # on topic, no date
+        "The patient hunted and ate a wild rabbit on Nov. 5, the news agency said.",
+        "The health commission said the man had been quarantined.",
+    ]
+    assert typed_quotes(when, quotes) == [False, True, False]
+    # when none carries the type, nothing tells the answer from the rest: all stay
+    assert typed_quotes(when, [quotes[0], quotes[2]]) == [True, True]
+    # the question's own date is not an answer ("in 2018" asks how many, not when)
+    many = "How many people died of overdoses in South Dakota in 2018?"
+    assert typed_quotes(many, ["Overdoses rose in South Dakota in 2018.", "In 2018, 83 people died of overdoses."]) == [
+        False,
+        True,
+    ]
+    price = "How much do the tickets cost?"
+    assert typed_quotes(price, ["Tickets go on sale on Friday.", "Tickets cost $45 to $150."]) == [False, True]
+    # names, places and organisations are not held to it: capitals stand in almost every sentence
+    who = "Who directed the study?"
+    assert typed_quotes(who, ["The study was directed by a team in Oslo.", "Anna Berg led the study."]) == [True, True]
+    assert typed_quotes("Why did the plume go unseen?", ["It was faint.", "It rose 200 km."]) == [True, True]
+    far = "How far could the energy be sent?"  # answered in words as often as in numbers
+    assert typed_quotes(far, ["Over any terrestrial distance, he said.", "He built a tower 57 metres tall."]) == [
+        True,
+        True,
+    ]

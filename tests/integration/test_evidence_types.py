@@ -1,0 +1,69 @@
+"""Evidence that answers (issue 10), by the answer type a question asks for, on the real model: a quote that
+cannot hold a date, a number or an amount does not answer a question asking for one."""
+
+from __future__ import annotations
+
+from orchestrator.synthesize import select_evidence
+
+
+def test_a_question_asking_for_a_date_keeps_only_the_quotes_that_state_one(brt_home, embedder):
+    # Three on-topic passages meet the bar and stand within the rank margin; only one says when. The others
+    # restate the question's subject: padding that cannot answer "on what date".
+    from memory_store import Memory
+    from orchestrator.charter import Section
+    from orchestrator.synthesize import evidence_candidates, synthesize_section
+
+    report = (
+        "A hunter who killed and ate a wild rabbit has been diagnosed with bubonic plague in Inner Mongolia, the "
+        "regional health commission said. The man is being treated in hospital and is in a stable condition."
+    )
+    agency = (
+        "The patient hunted and ate a wild rabbit on Nov. 5, according to the state news agency. Twenty-eight "
+        "people who had been in close contact with him were put under medical quarantine."
+    )
+    background = (
+        "Eating wild rabbits and marmots that carry the plague bacterium is a known way to catch the disease, "
+        "and health officials warn hunters every autumn not to eat wild animals they catch."
+    )
+    mem = Memory("evidence_types_date")
+    mem.add_many(
+        [
+            {"url": "https://news.example/plague", "text": report},
+            {"url": "https://agency.example/hunter", "text": agency},
+            {"url": "https://health.example/advice", "text": background},
+        ]
+    )
+    section = Section(title="Meal date", question="On what date did the hunter eat the wild rabbit he caught?")
+    selected = select_evidence(evidence_candidates(mem, section, k=5, min_score=0.35), k=5, min_score=0.35)
+    assert len(selected) >= 2 and any("Nov. 5" not in c.choice.quote for c in selected)
+    result = synthesize_section(mem, section, k=5, min_score=0.35)
+    assert [b.url for b in result.blocks] == ["https://agency.example/hunter"]
+    assert "Nov. 5" in result.blocks[0].quote and not result.gaps
+
+
+def test_how_many_with_no_quantity_in_any_quote_is_a_gap(brt_home, embedder):
+    # On-topic quotes meet the bar, but a question asking how many is answered only by a quantity: when no
+    # chosen quote states one, the section is a Gap that says why, not a block that cannot answer.
+    from memory_store import Memory
+    from orchestrator.charter import Section
+    from orchestrator.synthesize import evidence_candidates, synthesize_section
+
+    text = (
+        "The island has a small harbour used by fishing boats. Puffins nest on the northern cliffs from April to "
+        "August, and birdwatchers come from the mainland to see them. The warden counts the nesting puffins "
+        "every summer and reports to the bird trust."
+    )
+    ferry_text = "Getting there\nThe ferry calls at the harbour twice a week in summer, weather permitting."
+    mem = Memory("evidence_quantity")
+    mem.add_many(
+        [{"url": "https://isle.example/birds", "text": text}, {"url": "https://isle.example/ferry", "text": ferry_text}]
+    )
+    puffins = Section(title="Puffins", question="How many puffins nest on the northern cliffs?")
+    assert select_evidence(evidence_candidates(mem, puffins, k=5, min_score=0.35), k=5, min_score=0.35)
+    result = synthesize_section(mem, puffins, k=5, min_score=0.35)
+    assert not result.blocks and result.gaps[0].reason == "no quote states a quantity"
+    ferry = synthesize_section(
+        mem, Section(title="Ferry", question="How many times a week does the ferry call in summer?"), k=5,
+        min_score=0.35,
+    )
+    assert ferry.blocks and "twice" in ferry.blocks[0].quote and not ferry.gaps
