@@ -11,9 +11,11 @@ Deterministic rules, read from the question's wording (README, "Quote checks"):
 - ``date``: when; what/which year, date, day, month, decade, century, era, period; since when; how long ago;
   carried by a year (1000-2099), a month, a decade (``1960s``), a century, an ISO date, ``BC``/``AD``.
 - ``number``: how many / much (no money word) / long / far / old / big / tall / high / fast / often; what share,
-  percentage, proportion, number, population, rate, size; carried by a numeral (``42``, ``3.5``, ``1,200``, a
-  unit glued to it: ``100Wh``, ``2.4GHz``), a number word (``twelve``, ``million``) or a percentage, not by a
-  date's digits (a year, a day of the month, a clock time: "on July 22" counts no concerts).
+  percentage, proportion, number, population, rate, size; a threshold (what ... time / value / level / score ...
+  counts as / is considered ...: "What Largest Contentful Paint time counts as good?"); carried by a numeral
+  (``42``, ``3.5``, ``1,200``, a unit glued to it: ``100Wh``, ``2.4GHz``), a number word (``twelve``,
+  ``million``) or a percentage, not by a date's digits (a year, a day of the month, a clock time: "on July 22"
+  counts no concerts).
 - ``place``: where; what/which city, country, region, river, ...; carried by a capitalised word after
   ``in``/``at``/``from``/``near``/``to``/``of``.
 - ``org``: which/what company, firm, agency, hospital, university, team, ...; carried by capitalised words or an
@@ -58,6 +60,13 @@ _NUMBER_Q = re.compile(
     r"\b(?:what|which)\s+(?:is\s+|was\s+|are\s+|were\s+)?(?:the\s+)?(?:\w+\s+)?(?:share|percentage|percent|"
     r"proportion|fraction|number|amount|population|temperature|rate|speed|size|length|distance|height|"
     r"weight|age|ratio|quantity|capacity|total)\b",
+    re.IGNORECASE,
+)
+# a threshold: "What Largest Contentful Paint time counts as good?", "Which LDL level is considered high?"
+_THRESHOLD_Q = re.compile(
+    r"\b(?:what|which)\s+(?:[\w/-]+\s+){0,5}?(?:time|value|score|level|reading|threshold|limit|delay|latency|"
+    r"duration|rating|size|speed|rate|temperature|dose|weight|count)s?\s+(?:counts?\s+as|qualif(?:y|ies)\s+as|"
+    r"(?:is|are)\s+(?:considered|rated|classed|classified|deemed|regarded))\b",
     re.IGNORECASE,
 )
 # up to three words between "which" and its noun: "which regional disease-control official"
@@ -160,6 +169,8 @@ def expected_type(question: str) -> AnswerType | None:
     if wh == "why":
         return None
     person = _PERSON_HEAD_Q if wh in ("what", "which") else _PERSON_Q
+    if _THRESHOLD_Q.search(q):
+        return "number"
     if _CURRENCY_Q.search(q):
         return "currency"
     if person.search(q):

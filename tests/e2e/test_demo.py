@@ -26,6 +26,12 @@ def test_run_demo_end_to_end(brt_home, tmp_path, monkeypatch):
     output = "\n".join(lines)
     assert "[LCP Evidence #1]" in output and "[CLS Evidence #1]" in output
     assert "[HTTP3 Gap]" in output
+    # the threshold questions ("What ... time counts as good?") cite only quotes that state a number
+    import json
+
+    report = json.loads((tmp_path / "out" / "demo_cwv.json").read_text())
+    thresholds = [b for s in report["sections"] if s["label"] in ("LCP", "INP") for b in s["blocks"]]
+    assert thresholds and all(any(ch.isdigit() for ch in b["quote"]) for b in thresholds)
     assert (tmp_path / "out" / "demo_cwv.md").is_file() and (tmp_path / "out" / "demo_cwv.json").is_file()
     snapshots = list((brt_home / "snapshots").glob("demo_cwv-*.jsonl"))
     assert len(snapshots) == 1

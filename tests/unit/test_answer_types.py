@@ -27,6 +27,10 @@ def test_questions_are_told_from_claims_and_topics():
 
 
 _TYPE_CUES = [
+    ("What Largest Contentful Paint time counts as good?", "number"),  # a threshold
+    ("What INP value counts as good?", "number"),  # not a price: "value" says threshold here
+    ("Which LDL cholesterol level is considered high?", "number"),
+    ("What counts as good evidence?", None),
     ("How much does the X1 console cost?", "currency"),
     ("What is the retail price of the X1?", "currency"),
     ("When did the Normans conquer England?", "date"),
