@@ -4,7 +4,8 @@ The bundled embedding model (MiniLM) scores sentences of the same shape alike: "
 200 ms or less is good" is as close to "What Largest Contentful Paint time counts as good?" as the LCP sentence
 itself. What tells them apart is the name the question asks about. ``named_subjects`` finds those names
 (capitalised runs and acronyms) and ``mentions`` looks for one in a text; synthesis prefers quotes that name it,
-and drops a page that never names it when other pages do.
+and drops a page that never names it when other pages do. ``index_entries`` tells a site index's one-line entry
+for a page ("- Cumulative Layout Shift (CLS): visual stability and ...") from evidence when that page is cited.
 """
 
 from __future__ import annotations
@@ -88,3 +89,31 @@ _EXPANSION_GAP = r"[\s-]+(?:(?:" + "|".join(sorted(_NAME_CONNECTORS)) + r"|&)\s+
 def _expansion(acronym: str) -> str:
     letters = [c for c in acronym if c.isalpha()]
     return r"(?<![\w])" + _EXPANSION_GAP.join(rf"{c}[^\W\d_]*" for c in letters) + r"(?![\w])"
+
+
+# " | Site name", " - Site name", " — Section": what follows the page's own name in a <title>
+_TITLE_TAIL = re.compile(r"\s+[|·•–—-]\s+.*$", re.DOTALL)
+_LIST_ITEM = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
+_ENTRY_BREAK = re.compile(r"\s*[:–—-]\s")
+
+
+def title_head(title: str | None) -> str:
+    """A page's title without its site's name: "Cumulative Layout Shift (CLS) | Fast Pages Field Guide" ->
+    "Cumulative Layout Shift (CLS)"."""
+    return _TITLE_TAIL.sub("", " ".join((title or "").split()))
+
+
+def index_entries(blocks: list[tuple[str, str | None, str, str]]) -> list[bool]:
+    """Which of ``blocks`` (url, page title, quote, the chunk text it was quoted from) is an index entry of a page
+    another block cites: a list item that opens with that page's title, then a colon or a dash ("- Cumulative
+    Layout Shift (CLS): visual stability and how to stop content from jumping around." on a site's index page).
+    It describes the page, whose own blocks say what it says: it adds no evidence."""
+    heads = {url: title_head(title).lower() for url, title, _, _ in blocks}
+    flags = []
+    for url, _, quote, text in blocks:
+        core = " ".join(quote.strip("… ").split())[:60]
+        line = next((ln for ln in (" ".join(t.split()) for t in text.splitlines()) if core and core in ln), "")
+        item = line[m.end():].lower() if (m := _LIST_ITEM.match(line)) else ""
+        cited = [head for other, head in heads.items() if other != url and len(head.split()) >= 2]
+        flags.append(any(item.startswith(head) and _ENTRY_BREAK.match(item[len(head):]) for head in cited))
+    return flags

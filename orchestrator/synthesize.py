@@ -19,7 +19,7 @@ from .answer_types import quantity_unstated, typed_quotes
 from .api import make_module_callable
 from .evidence import EvidenceBlock, Gap, SectionResult, Source, SynthesisResult, display_url
 from .quotes import Quote, SentenceVectors, prose_under_top_heading, quote_hits, same_facts, term_coverage
-from .relevance import mentions, named_subjects
+from .relevance import index_entries, mentions, named_subjects
 
 if TYPE_CHECKING:
     from memory_store import Hit, Memory
@@ -278,15 +278,8 @@ def evidence_candidates(
     918efa0 (closest sentence by cosine, kept for the benchmarks). ``vectors`` caches sentence vectors across
     the sections of one synthesis."""
     queries = queries or signature_queries(section)
-    opts: dict[str, Any] = {}
-    if retrieval is not None:
-        opts = {
-            "mode": retrieval.mode,
-            "candidates": retrieval.candidates,
-            "rerank": retrieval.rerank,
-            "reranker_model": retrieval.reranker_model,
-            "mmr_lambda": retrieval.mmr_lambda,
-        }
+    knobs = ("mode", "candidates", "rerank", "reranker_model", "mmr_lambda")
+    opts: dict[str, Any] = {} if retrieval is None else {name: getattr(retrieval, name) for name in knobs}
     opts.setdefault("candidates", CANDIDATES_PER_QUERY)
     # the bar of the chunks: none on the answer path (SQuAD: the answer's chunk among the hits 0.892 -> 0.969
     # with it gone; BENCHMARKS.md "Evidence that answers")
@@ -439,8 +432,9 @@ def synthesize_section(
     Candidates come from ``evidence_candidates``; then each quote is checked against the section's question
     itself (``select_evidence``): the quote, read under its heading, must meet ``min_score`` too, and when the
     best page names what the question names, pages that never do are dropped. A block's score is its quote's.
-    Quotes that cannot hold the amount, date or number asked for go (``answer_types.typed_quotes``); a question
-    asking how many or how much that no chosen quote states a quantity for is a Gap (its ``reason``)."""
+    Quotes that cannot hold the amount, date or number asked for go (``answer_types.typed_quotes``), and so do
+    index entries of a page another block cites (``relevance.index_entries``); a question asking how many or how
+    much that no chosen quote states a quantity for is a Gap (its ``reason``)."""
     label = section.effective_label
     queries = signature_queries(section, query_generator)
     result = SectionResult(title=section.title, label=label, question=section.effective_question, queries=queries)
@@ -451,7 +445,8 @@ def synthesize_section(
     )
     chosen = select_evidence(candidates, k=k, min_score=min_score)
     typed = typed_quotes(result.question, [c.choice.quote for c in chosen])
-    chosen = [c for c, may_answer in zip(chosen, typed, strict=True) if may_answer]
+    entries = index_entries([(c.hit.metadata["url"], c.hit.title, c.choice.quote, c.hit.text) for c in chosen])
+    chosen = [c for c, ok, entry in zip(chosen, typed, entries, strict=True) if ok and not entry]
     if chosen and quantity_unstated(result.question, [c.choice.quote for c in chosen]):
         log.info("%s: a Gap: no quote states a quantity for %r", label, result.question)
         chosen, reason = [], "no quote states a quantity"

@@ -32,6 +32,9 @@ def test_run_demo_end_to_end(brt_home, tmp_path, monkeypatch):
     report = json.loads((tmp_path / "out" / "demo_cwv.json").read_text())
     thresholds = [b for s in report["sections"] if s["label"] in ("LCP", "INP") for b in s["blocks"]]
     assert thresholds and all(any(ch.isdigit() for ch in b["quote"]) for b in thresholds)
+    # the index page's one-line entry for the CLS page is not a block beside the CLS page's own
+    cls = [b for s in report["sections"] if s["label"] == "CLS" for b in s["blocks"]]
+    assert cls and all(b["url"].endswith("/cls.html") for b in cls)
     assert (tmp_path / "out" / "demo_cwv.md").is_file() and (tmp_path / "out" / "demo_cwv.json").is_file()
     snapshots = list((brt_home / "snapshots").glob("demo_cwv-*.jsonl"))
     assert len(snapshots) == 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchestrator.charter import Section
-from orchestrator.relevance import mentions, named_subjects
+from orchestrator.relevance import index_entries, mentions, named_subjects, title_head
 from orchestrator.synthesize import (
     MAX_QUOTE_WORDS,
     Candidate,
@@ -265,3 +265,34 @@ def test_a_long_sentences_quote_keeps_the_words_around_the_questions_terms():
     # without the question's terms (or when none is in it) the quote is the sentence's head, as before
     head = choose_span(text, spans, [0.5], typed=[True], want_type=True).quote
     assert head.startswith("A second period") and head.endswith(" …") and "$155" not in head
+
+
+def test_an_index_entry_of_a_cited_page_is_told_from_evidence():
+    assert title_head("Cumulative Layout Shift (CLS) | Fast Pages Field Guide") == "Cumulative Layout Shift (CLS)"
+    assert title_head("Stadia review - The Daily Byte") == "Stadia review"
+    assert title_head("COVID-19 in numbers") == "COVID-19 in numbers"
+    index = (
+        "Articles\n- Cumulative Layout Shift (CLS): visual stability and how to stop content from jumping around.\n"
+        "2. Image sizes – why width and height matter for layout.\n"
+        "Cumulative Layout Shift (CLS): our guide explains it all in one place."
+    )
+    cls = ("https://g.example/cls", "Cumulative Layout Shift (CLS) | Guide", "Give every image width and height.", "x")
+    sizes = ("https://g.example/sizes", "Image sizes | Guide", "Images need sizes.", "y")
+    entry = "Cumulative Layout Shift (CLS): visual stability and how to stop content from jumping around."
+    numbered = "Image sizes – why width and height matter for layout."
+    prose = "Cumulative Layout Shift (CLS): our guide explains it all in one place."
+    blocks = [
+        cls,
+        sizes,
+        ("https://g.example/", "Guide", entry, index),
+        ("https://g.example/", "Guide", numbered, index),
+        ("https://g.example/", "Guide", prose, index),  # not a list item: a sentence of the page's own
+    ]
+    assert index_entries(blocks) == [False, False, True, True, False]
+    # the page it describes is not among the blocks: the entry may be all there is, and it stays
+    assert index_entries([sizes, ("https://g.example/", "Guide", entry, index)]) == [False, False]
+    # a page's own list item that opens with its own title is not an entry of another page
+    assert index_entries([cls, ("https://g.example/cls", "Cumulative Layout Shift (CLS)", entry, index)]) == [
+        False,
+        False,
+    ]
