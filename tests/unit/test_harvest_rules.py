@@ -377,6 +377,18 @@ def test_a_lost_script_context_navigates_again():
     assert browser.calls == ["navigate_page", "evaluate_script"]
 
 
+def test_the_network_log_entry_of_a_document_is_read_line_by_line():
+    from orchestrator.harvest.readers.devtools_mcp.client import parse_network_request
+
+    got = parse_network_request(_network_request(404, "text/html").replace("Status: 404", "Status: 404 Not Found"))
+    assert got is not None and got.status == 404 and got.headers["content-type"] == "text/html"
+    assert got.headers["last-modified"].startswith("Wed, 02 Oct 2024")
+    assert "accept" not in got.headers  # a request header is not the response's
+    for status_line in ("Status:", "Status:   ", "Status: pending"):  # no code (yet): no status
+        assert parse_network_request(f"## Request http://127.0.0.1/m\n{status_line}\n").status is None
+    assert parse_network_request("## Request data:text/html,hi\nStatus: 200\n") is None  # not a web document
+
+
 def test_a_ray_client_connection_the_server_failed_to_start_is_tried_again(monkeypatch):
     from orchestrator.harvest import ray_engine
 

@@ -425,7 +425,7 @@ def parse_network_request(text: str) -> DocumentResponse | None:
         if line.startswith("## Request "):
             url = line.removeprefix("## Request ").strip()
         elif line.startswith("Status:"):
-            code = line.removeprefix("Status:").strip().split()[0] if line.strip() != "Status:" else ""
+            code = (line.removeprefix("Status:").split() or [""])[0]  # "Status: 404 Not Found", or no code at all
             status = int(code) if code.isdigit() else None
         elif line.startswith("### "):
             section = line.removeprefix("### ").strip().lower()
