@@ -293,12 +293,18 @@ STRICT_TYPES: frozenset[AnswerType] = frozenset({"currency", "date", "number"})
 _HOW_OTHER = re.compile(r"\bhow\s+(?!many\b|much\b)\w+", re.IGNORECASE)
 
 
+def asked_type(question: str) -> AnswerType | None:
+    """The answer type ``question`` asks for when it is worded as a question (``expected_type``); None for a
+    claim or a topic, which ask for none."""
+    return expected_type(question) if is_question(question) else None
+
+
 def typed_quotes(question: str, quotes: list[str]) -> list[bool]:
     """Which of ``quotes`` may answer ``question``: when it asks for an amount of money, a date or a number
     (``STRICT_TYPES``) and one of the quotes carries one it does not already contain, only those that do (a
     quote about the question's subject that states no date cannot say when); otherwise all of them. "How far /
     long / often ...?" is not held to it: "over any terrestrial distance" answers how far."""
-    kind = expected_type(question) if is_question(question) else None  # a claim or a topic asks for no type
+    kind = asked_type(question)
     lead = _WH.search(question)
     if kind not in STRICT_TYPES or (kind == "number" and lead and _HOW_OTHER.match(question, lead.start())):
         return [True] * len(quotes)

@@ -24,6 +24,7 @@ class EvidenceBlock:
     heading: bool = False  # the quote is a heading or headline of the page that states the answer
     also_at: list[Source] = field(default_factory=list)  # other pages stating the same facts (merged blocks)
     rank: float | None = None  # the rank score that ordered the section's blocks (orchestrator/quotes.py)
+    states_answer_type: bool | None = None  # its quote states an answer of the section's answer_type (None: no type)
 
     @property
     def markdown(self) -> str:
@@ -73,6 +74,7 @@ class SectionResult:
     queries: list[str]
     blocks: list[EvidenceBlock] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
+    answer_type: str | None = None  # what the question asks for (orchestrator/answer_types.py), None: no type
 
     @property
     def answered(self) -> bool:
@@ -110,6 +112,7 @@ class SynthesisResult:
                     "label": s.label,
                     "question": s.question,
                     "queries": s.queries,
+                    "answer_type": s.answer_type,
                     "blocks": [
                         {
                             "n": b.n,
@@ -121,6 +124,7 @@ class SynthesisResult:
                             "query": b.query,
                             "heading": b.heading,
                             "rank": round(b.rank, 4) if b.rank is not None else None,
+                            "states_answer_type": b.states_answer_type,
                             "also_at": [dict(asdict(a), score=round(a.score, 4)) for a in b.also_at],
                             "markdown": b.markdown,
                         }

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from concept_index.text import LIST_MARKER, is_heading
 from memory_store.clock import now
 
-from .answer_types import quantity_unstated, typed_quotes
+from .answer_types import asked_type, carries, quantity_unstated, typed_quotes
 from .api import make_module_callable
 from .evidence import EvidenceBlock, Gap, SectionResult, Source, SynthesisResult, display_url
 from .quotes import Quote, SentenceVectors, prose_under_top_heading, quote_hits, same_facts, term_coverage
@@ -437,7 +437,8 @@ def synthesize_section(
     much that no chosen quote states a quantity for is a Gap (its ``reason``)."""
     label = section.effective_label
     queries = signature_queries(section, query_generator)
-    result = SectionResult(title=section.title, label=label, question=section.effective_question, queries=queries)
+    question, kind = section.effective_question, asked_type(section.effective_question)
+    result = SectionResult(section.title, label, question, queries, answer_type=kind)
     reason = None
     candidates = evidence_candidates(
         memory, section, k=k, min_score=min_score, subtree=subtree, retrieval=retrieval, queries=queries,
@@ -468,6 +469,7 @@ def synthesize_section(
                 heading=bool(getattr(c.choice, "is_heading", False)),
                 also_at=also,
                 rank=c.rank,
+                states_answer_type=carries(c.choice.quote, kind, question) if kind else None,
             )
         )
     if not result.blocks:

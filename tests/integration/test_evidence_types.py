@@ -39,6 +39,18 @@ def test_a_question_asking_for_a_date_keeps_only_the_quotes_that_state_one(brt_h
     result = synthesize_section(mem, section, k=5, min_score=0.35)
     assert [b.url for b in result.blocks] == ["https://agency.example/hunter"]
     assert "Nov. 5" in result.blocks[0].quote and not result.gaps
+    # the JSON says what was asked for and whether each block states it
+    from orchestrator.evidence import SynthesisResult
+
+    doc = SynthesisResult("c", "t", [result], 0.35, "m", "2026-01-01T00:00:00Z", 0.1).to_json()["sections"][0]
+    assert doc["answer_type"] == "date" and doc["blocks"][0]["states_answer_type"] is True
+    # a claim asks for no type: nothing is dropped for it, and its blocks say so with null
+    claim = synthesize_section(
+        mem, Section(title="Rabbits", question="Hunters catch plague from the wild rabbits they eat."), k=5,
+        min_score=0.35,
+    )
+    assert claim.answer_type is None and claim.blocks
+    assert all(b.states_answer_type is None for b in claim.blocks)
 
 
 def test_how_many_with_no_quantity_in_any_quote_is_a_gap(brt_home, embedder):
