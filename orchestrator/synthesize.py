@@ -445,11 +445,11 @@ def synthesize_section(
         vectors=vectors,
     )
     chosen = select_evidence(candidates, k=k, min_score=min_score)
-    typed = typed_quotes(result.question, [c.choice.quote for c in chosen])
+    typed = typed_quotes(question, [c.choice.quote for c in chosen])
     entries = index_entries([(c.hit.metadata["url"], c.hit.title, c.choice.quote, c.hit.text) for c in chosen])
     chosen = [c for c, ok, entry in zip(chosen, typed, entries, strict=True) if ok and not entry]
-    if chosen and quantity_unstated(result.question, [c.choice.quote for c in chosen]):
-        log.info("%s: a Gap: no quote states a quantity for %r", label, result.question)
+    if chosen and quantity_unstated(question, [c.choice.quote for c in chosen]):
+        log.info("%s: a Gap: no quote states a quantity for %r", label, question)
         chosen, reason = [], "no quote states a quantity"
     for c in chosen:
         also = [
@@ -473,7 +473,7 @@ def synthesize_section(
             )
         )
     if not result.blocks:
-        result.gaps.append(Gap(label, result.question, memory.count_chunks(), memory.count_pages(), reason))
+        result.gaps.append(Gap(label, question, memory.count_chunks(), memory.count_pages(), reason))
     return result
 
 
