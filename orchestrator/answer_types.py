@@ -9,7 +9,9 @@ Deterministic rules, read from the question's wording (README, "Quote checks"):
   words, initials and ``de``/``van``/``of`` inside, leading "The"/"In" dropped) or a title (``Dr.``, ``King``)
   before a capitalised word.
 - ``date``: when; what/which year, date, day, month, decade, century, era, period; since when; how long ago;
-  carried by a year (1000-2099), a month, a decade (``1960s``), a century, an ISO date, ``BC``/``AD``.
+  carried by a year (1000-2099), a month, a decade (``1960s``), a century, an ISO date, ``BC``/``AD``; for a
+  question that opens with "when", also by a weekday or a time said relative to the story ("on Monday", "last
+  week", "two years later", "next spring"), which answer when but not on what date.
 - ``number``: how many / much (no money word) / long / far / old / big / tall / high / fast / often; what share,
   percentage, proportion, number, population, rate, size; a threshold (what ... time / value / level / score ...
   counts as / is considered ...: "What Largest Contentful Paint time counts as good?"); carried by a numeral
@@ -238,6 +240,15 @@ _PATTERNS = {
     "currency": _CURRENCY, "date": _DATE, "number": _NUMBER, "person": _PERSON, "place": _PLACE, "org": _ORG,
     "term": _TERM,
 }
+# a day or a time of year said relative to the story: news answers "when" with them ("NASA said on Monday")
+_RELATIVE_DATE = re.compile(
+    r"\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|today|yesterday|tomorrow|tonight)\b|"
+    r"\b(?:last|next|this|early|late|later|earlier)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|winter|"
+    r"decade)\b|\b(?:spring|summer|autumn|winter)\b|"
+    r"\b(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|several|few)\s+(?:days?|weeks?|months?|years?)\s+"
+    r"(?:ago|later|earlier|before|after)\b",
+    re.IGNORECASE,
+)
 _MONTH_OR_DAY = re.compile(rf"^(?:{_MONTHS}|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b")
 
 
@@ -320,7 +331,11 @@ def carries(text: str, kind: AnswerType | None, question: str) -> bool:
     if kind == "term":  # the naming words themselves: the question has them too ("what is it called?")
         return bool(typed_spans(text, kind))
     q = " ".join(question.lower().split())
-    for span in typed_spans(text, kind):
+    spans = typed_spans(text, kind)
+    lead = _WH.search(question)
+    if kind == "date" and lead and lead.group(1).lower() == "when":  # "on Monday" says when, not on what date
+        spans += [m.group(0) for m in _RELATIVE_DATE.finditer(text)]
+    for span in spans:
         words = [w for w in re.findall(r"\w+", _POSSESSIVE.sub("", span.lower())) if w not in _GENERIC]
         if not words:
             continue

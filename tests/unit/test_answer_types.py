@@ -150,6 +150,12 @@ def test_only_quotes_that_carry_a_date_number_or_amount_answer_a_question_asking
     who = "Who directed the study?"
     assert typed_quotes(who, ["The study was directed by a team in Oslo.", "Anna Berg led the study."]) == [True, True]
     assert typed_quotes("Why did the plume go unseen?", ["It was faint.", "It rose 200 km."]) == [True, True]
+    # "when" is answered by a weekday or a time said relative to the story too; "on what date" is not
+    announced = ["NASA announced the five companies on Monday.", "The program began in 2018."]
+    assert typed_quotes("When did NASA announce the new companies?", announced) == [True, True]
+    assert typed_quotes("On what date did NASA announce the new companies?", announced) == [False, True]
+    assert carries("Two years later the plant closed.", "date", "When did the plant close?")
+    assert not carries("The plant is open.", "date", "When did the plant close?")
     far = "How far could the energy be sent?"  # answered in words as often as in numbers
     assert typed_quotes(far, ["Over any terrestrial distance, he said.", "He built a tower 57 metres tall."]) == [
         True,
