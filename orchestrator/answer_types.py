@@ -146,6 +146,12 @@ def is_question(text: str) -> bool:
 _WH = re.compile(r"\b(who|whom|whose|what|which|when|where|why|how)\b", re.IGNORECASE)
 
 
+def _first_wh(question: str) -> str:
+    """The question's first wh-word, lower-cased ("" when it has none): it decides what is asked."""
+    lead = _WH.search(question)
+    return lead.group(1).lower() if lead else ""
+
+
 def expected_type(question: str) -> AnswerType | None:
     """The answer type ``question`` asks for (see the module table), or None when its wording names none.
 
@@ -154,7 +160,7 @@ def expected_type(question: str) -> AnswerType | None:
     person; "why" asks for none of the types."""
     q = " ".join(question.split())
     lead = _WH.search(q)
-    wh = lead.group(1).lower() if lead else ""
+    wh = _first_wh(q)
     if wh == "how":
         rest = q[lead.start():]
         if _CURRENCY_Q.search(rest):
@@ -302,9 +308,6 @@ def quantity_unstated(question: str, quotes: list[str]) -> bool:
 STRICT_TYPES: frozenset[AnswerType] = frozenset({"currency", "date", "number"})
 
 
-_HOW_OTHER = re.compile(r"\bhow\s+(?!many\b|much\b)\w+", re.IGNORECASE)
-
-
 def asked_type(question: str) -> AnswerType | None:
     """The answer type ``question`` asks for when it is worded as a question (``expected_type``); None for a
     claim or a topic, which ask for none."""
@@ -317,8 +320,7 @@ def typed_quotes(question: str, quotes: list[str]) -> list[bool]:
     quote about the question's subject that states no date cannot say when); otherwise all of them. "How far /
     long / often ...?" is not held to it: "over any terrestrial distance" answers how far."""
     kind = asked_type(question)
-    lead = _WH.search(question)
-    if kind not in STRICT_TYPES or (kind == "number" and lead and _HOW_OTHER.match(question, lead.start())):
+    if kind not in STRICT_TYPES or (kind == "number" and _first_wh(question) == "how" and not asks_quantity(question)):
         return [True] * len(quotes)
     typed = [carries(q, kind, question) for q in quotes]
     return typed if any(typed) else [True] * len(quotes)
@@ -332,8 +334,7 @@ def carries(text: str, kind: AnswerType | None, question: str) -> bool:
         return bool(typed_spans(text, kind))
     q = " ".join(question.lower().split())
     spans = typed_spans(text, kind)
-    lead = _WH.search(question)
-    if kind == "date" and lead and lead.group(1).lower() == "when":  # "on Monday" says when, not on what date
+    if kind == "date" and _first_wh(question) == "when":  # "on Monday" says when, not on what date
         spans += [m.group(0) for m in _RELATIVE_DATE.finditer(text)]
     for span in spans:
         words = [w for w in re.findall(r"\w+", _POSSESSIVE.sub("", span.lower())) if w not in _GENERIC]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from concept_index.text import LIST_MARKER
+
 # Function words: a capitalised one starts no name ("What", "Is", "The").
 STOP_WORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being below
@@ -93,7 +95,6 @@ def _expansion(acronym: str) -> str:
 
 # " | Site name", " - Site name", " — Section": what follows the page's own name in a <title>
 _TITLE_TAIL = re.compile(r"\s+[|·•–—-]\s+.*$", re.DOTALL)
-_LIST_ITEM = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
 _ENTRY_BREAK = re.compile(r"\s*[:–—-]\s")
 
 
@@ -108,12 +109,12 @@ def index_entries(blocks: list[tuple[str, str | None, str, str]]) -> list[bool]:
     another block cites: a list item that opens with that page's title, then a colon or a dash ("- Cumulative
     Layout Shift (CLS): visual stability and how to stop content from jumping around." on a site's index page).
     It describes the page, whose own blocks say what it says: it adds no evidence."""
-    heads = {url: title_head(title).lower() for url, title, _, _ in blocks}
+    heads = {url: head for url, title, _, _ in blocks if len((head := title_head(title).lower()).split()) >= 2}
     flags = []
     for url, _, quote, text in blocks:
         core = " ".join(quote.strip("… ").split())[:60]
         line = next((ln for ln in (" ".join(t.split()) for t in text.splitlines()) if core and core in ln), "")
-        item = line[m.end():].lower() if (m := _LIST_ITEM.match(line)) else ""
-        cited = [head for other, head in heads.items() if other != url and len(head.split()) >= 2]
+        item = line[m.end():].lower() if (m := LIST_MARKER.match(line)) else ""
+        cited = [head for other, head in heads.items() if other != url]
         flags.append(any(item.startswith(head) and _ENTRY_BREAK.match(item[len(head):]) for head in cited))
     return flags
