@@ -1,7 +1,8 @@
 """Evidence selection on BEIR SciFact: does a section cite the right abstract, and does it stay silent (a Gap)
 rather than cite a wrong one? Each claim is a section (title = the claim); its evidence goes through the real
 synthesis code (signature queries, hybrid retrieval with MMR, quote choice, the quote checks of
-``orchestrator.synthesize.select_evidence``) over the store that ``bench/retrieval_scifact.py`` builds.
+``orchestrator.synthesize.select_evidence`` and the section rules of ``section_evidence``) over the store that
+``bench/retrieval_scifact.py`` builds.
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_scifact.py --eval-dir ../shared/eval/beir-scifact \\
         --store-dir /tmp/brt-scifact-store [--split train|test] [--k 3] [--limit N] [--json out.json]
@@ -11,8 +12,10 @@ Rules compared in the same run, on the same candidates, for every evidence thres
   the signature queries, meets the threshold (the baseline);
 - ``quote``: the quote's own cosine to the question (read under its heading) meets the threshold, whatever the
   chunk's (an ablation: ``select_evidence(..., named=False)``);
-- ``quote+names``: what ``brt synthesize`` does: ``quote`` plus the names check (when the first remaining
-  candidate's page names what the claim names, pages that never do are dropped).
+- ``quote+names``: ``quote`` plus the names check (when the first remaining candidate's page names what the claim
+  names, pages that never do are dropped): ``select_evidence`` as ``brt synthesize`` calls it;
+- ``section``: what ``brt synthesize`` prints: ``quote+names`` then ``section_evidence`` (the answer-type rule,
+  index entries, the quantity Gap). A claim is not a question, so it asks for no type: the two rules should agree.
 
 Per rule and threshold, over the queries: ``p@1`` (the first block cites a relevant abstract), ``precision``
 (relevant blocks / blocks), ``supported`` (some block is relevant), ``wrong_only`` (blocks given, none relevant:
@@ -48,16 +51,17 @@ def doc_ids(hit) -> set[str]:
     return {u[len(URL_PREFIX) :] for u in urls if u.startswith(URL_PREFIX)}
 
 
-def rule_blocks(rule: str, candidates, *, k: int, threshold: float):
+def rule_blocks(rule: str, candidates, *, k: int, threshold: float, question: str = ""):
     """The blocks a rule picks (see the module docstring)."""
-    from orchestrator.synthesize import select_evidence
+    from orchestrator.synthesize import section_evidence, select_evidence
 
     if rule == "retrieval":
         # one per chunk: a chunk's second quote comes right after its first
         firsts = [c for i, c in enumerate(candidates) if i == 0 or candidates[i - 1].hit is not c.hit]
         return [c for c in firsts if c.hit.score >= threshold][:k]
     # the threshold is the quotes' bar only: synthesize retrieves its candidates without a chunk-level one
-    return select_evidence(candidates, k=k, min_score=threshold, named=rule == "quote+names")
+    chosen = select_evidence(candidates, k=k, min_score=threshold, named=rule != "quote")
+    return section_evidence(question, chosen)[0] if rule == "section" else chosen
 
 
 def summarise(per_query: list[list[bool]]) -> dict:
@@ -97,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     qrels = load_qrels(eval_dir, args.split)
     qids = sorted(qrels, key=int)[: args.limit or None]
     thresholds = [float(x) for x in args.thresholds.split(",")]
-    rules = ["retrieval", "quote", "quote+names"]
+    rules = ["retrieval", "quote", "quote+names", "section"]
 
     t0 = time.perf_counter()
     retrieval = Retrieval()
@@ -111,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         latencies.append(time.perf_counter() - t1)
         for rule in rules:
             for t in thresholds:
-                blocks = rule_blocks(rule, cands, k=args.k, threshold=t)
+                blocks = rule_blocks(rule, cands, k=args.k, threshold=t, question=section.effective_question)
                 relevant[rule][t].append([bool(doc_ids(c.hit) & qrels[qid]) for c in blocks])
         if n % 50 == 0:
             print(f"{n}/{len(qids)} queries, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)

@@ -46,7 +46,13 @@ _MONEY_WORDS = (
 )
 _CURRENCY_Q = re.compile(
     rf"\bhow\s+much\b.*\b(?:{_MONEY_WORDS})\b|\b(?:{_MONEY_WORDS})\b.*\bhow\s+much\b|"
-    r"\b(?:what|which)\s+(?:is|was|were|are)?\s*(?:the\s+)?(?:\w+\s+){0,2}(?:price|cost|fee|salary|budget|value)\b|"
+    r"\b(?:what|which)\s+(?:is|was|were|are)?\s*(?:the\s+)?(?:\w+\s+){0,2}(?:price|cost|fee|salary|budget)\b|"
+    # "value" is money as a named thing's value ("the value of the collection", "of NASA's contracts") or a money
+    # word's; most other "value" questions ask for an idea ("the idealized value of imperialism", "what value
+    # does it depend on", "under what law is value of a worker determined": 4 of 5 in SQuAD dev)
+    r"\b(?:what|which)\s+(?:is|was|were|are)\s+(?:the\s+)?(?:\w+\s+){0,2}value\s+of\s+"
+    r"(?:(?:the|a|an|his|her|its|their|this|that|these|those)\s|(?-i:[A-Z])|[$€£\d])|"
+    r"\b(?:market|dollar|monetary|cash)\s+value\b|"
     r"\bhow\s+much\s+(?:money|cash)\b",
     re.IGNORECASE,
 )

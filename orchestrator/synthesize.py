@@ -416,6 +416,18 @@ def _widens(wide: Candidate, narrow: Candidate) -> bool:
     return len(inner) > 0 and inner in _collapse(wide.choice.quote)
 
 
+def section_evidence(question: str, chosen: list[Candidate]) -> tuple[list[Candidate], str | None]:
+    """Of the blocks ``select_evidence`` chose, those a section prints (quotes that cannot hold the amount, date or
+    number asked for go: ``answer_types.typed_quotes``; index entries of a page another block cites go:
+    ``relevance.index_entries``) and, when a how-many / how-much question gets none, why (a Gap's reason)."""
+    typed = typed_quotes(question, [c.choice.quote for c in chosen])
+    entries = index_entries([(c.hit.metadata["url"], c.hit.title, c.choice.quote, c.hit.text) for c in chosen])
+    chosen = [c for c, ok, entry in zip(chosen, typed, entries, strict=True) if ok and not entry]
+    if chosen and quantity_unstated(question, [c.choice.quote for c in chosen]):
+        return [], "no quote states a quantity"
+    return chosen, None
+
+
 def synthesize_section(
     memory: Memory,
     section: Section,
@@ -432,25 +444,14 @@ def synthesize_section(
     Candidates come from ``evidence_candidates``; then each quote is checked against the section's question
     itself (``select_evidence``): the quote, read under its heading, must meet ``min_score`` too, and when the
     best page names what the question names, pages that never do are dropped. A block's score is its quote's.
-    Quotes that cannot hold the amount, date or number asked for go (``answer_types.typed_quotes``), and so do
-    index entries of a page another block cites (``relevance.index_entries``); a question asking how many or how
-    much that no chosen quote states a quantity for is a Gap (its ``reason``)."""
+    Then the rules of ``section_evidence``: a section they leave without blocks is a Gap with their reason."""
     label = section.effective_label
     queries = signature_queries(section, query_generator)
     question, kind = section.effective_question, asked_type(section.effective_question)
     result = SectionResult(section.title, label, question, queries, answer_type=kind)
-    reason = None
-    candidates = evidence_candidates(
-        memory, section, k=k, min_score=min_score, subtree=subtree, retrieval=retrieval, queries=queries,
-        vectors=vectors,
-    )
-    chosen = select_evidence(candidates, k=k, min_score=min_score)
-    typed = typed_quotes(question, [c.choice.quote for c in chosen])
-    entries = index_entries([(c.hit.metadata["url"], c.hit.title, c.choice.quote, c.hit.text) for c in chosen])
-    chosen = [c for c, ok, entry in zip(chosen, typed, entries, strict=True) if ok and not entry]
-    if chosen and quantity_unstated(question, [c.choice.quote for c in chosen]):
-        log.info("%s: a Gap: no quote states a quantity for %r", label, question)
-        chosen, reason = [], "no quote states a quantity"
+    candidates = evidence_candidates(memory, section, k=k, min_score=min_score, subtree=subtree, retrieval=retrieval,
+                                     queries=queries, vectors=vectors)
+    chosen, reason = section_evidence(question, select_evidence(candidates, k=k, min_score=min_score))
     for c in chosen:
         also = [
             Source(a.hit.metadata["url"], a.hit.metadata.get("last_updated"), a.hit.id, a.choice.quote, a.score)
@@ -473,6 +474,7 @@ def synthesize_section(
             )
         )
     if not result.blocks:
+        log.info("%s: a Gap (%s) for %r", label, reason or "no quote meets the bar", question)
         result.gaps.append(Gap(label, question, memory.count_chunks(), memory.count_pages(), reason))
     return result
 

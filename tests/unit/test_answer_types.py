@@ -46,6 +46,13 @@ _TYPE_CUES = [
     ("What is it called when people refuse to be released?", "term"),
     ("What does LGM stand for?", "term"),
     ("Which city is named after the river?", "place"),  # the rules' order: place first
+    # "value" is money only as a named thing's value; most "value" questions ask for an idea
+    ("What was the value of the John Jones Collection when it was left to the museum?", "currency"),
+    ("What is the maximum combined value of NASA's lunar delivery contracts?", "currency"),
+    ("What is the market value of the firm?", "currency"),
+    ("What was the idealized value of imperialism?", None),
+    ("Under what law is value of a worker determined?", None),
+    ("What value does the separation into fermions and bosons depend on?", None),
 ]
 
 
