@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [  # the result records live in evidence.py; re-exported here, where users met them first
     "EvidenceBlock", "Gap", "SectionResult", "Source", "SynthesisResult", "display_url", "evidence_candidates",
-    "render_markdown", "select_evidence", "signature_queries", "synthesize", "synthesize_section",
+    "render_markdown", "section_evidence", "select_evidence", "signature_queries", "synthesize", "synthesize_section",
 ]
 
 log = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ from orchestrator.synthesize import (
     choose_quote,
     choose_quote_in_context,
     display_url,
+    section_evidence,
     select_evidence,
     signature_queries,
     split_sentences,
@@ -296,3 +297,20 @@ def test_an_index_entry_of_a_cited_page_is_told_from_evidence():
         False,
         False,
     ]
+
+
+def test_section_evidence_applies_the_rules_after_selection():
+    class Page(_Hit):
+        title, text = "Plague report", "x"
+
+    def cand(quote):
+        return Candidate(Page("http://x/" + quote[:9]), QuoteChoice(quote), 0.6)
+
+    lead = cand("A hunter who ate a wild rabbit was diagnosed with bubonic plague.")
+    dated = cand("The hunter ate the rabbit on Nov. 5, the commission said.")
+    # a date question: the block that cannot hold a date goes; the order of the rest is kept
+    assert section_evidence("On what date did the hunter eat the rabbit?", [lead, dated]) == ([dated], None)
+    # a claim asks for no type: nothing goes
+    assert section_evidence("Hunters catch plague from rabbits.", [lead, dated]) == ([lead, dated], None)
+    # how many, and no quote states a quantity: none, and the reason the Gap will give
+    assert section_evidence("How many people were quarantined?", [lead]) == ([], "no quote states a quantity")
