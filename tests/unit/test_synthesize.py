@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from orchestrator.charter import Section
+from orchestrator.legacy_quotes import MAX_QUOTE_WORDS, QuoteChoice, choose_quote, choose_quote_in_context
 from orchestrator.relevance import index_entries, mentions, named_subjects, title_head
 from orchestrator.synthesize import (
-    MAX_QUOTE_WORDS,
     Candidate,
     EvidenceBlock,
     Gap,
-    QuoteChoice,
-    choose_quote,
-    choose_quote_in_context,
     display_url,
     section_evidence,
     select_evidence,
