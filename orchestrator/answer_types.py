@@ -320,13 +320,22 @@ def asked_type(question: str) -> AnswerType | None:
     return expected_type(question) if is_question(question) else None
 
 
-def typed_quotes(question: str, quotes: list[str]) -> list[bool]:
-    """Which of ``quotes`` may answer ``question``: when it asks for an amount of money, a date or a number
-    (``STRICT_TYPES``) and one of the quotes carries one it does not already contain, only those that do (a
-    quote about the question's subject that states no date cannot say when); otherwise all of them. "How far /
-    long / often ...?" is not held to it: "over any terrestrial distance" answers how far."""
+def strict_type(question: str) -> AnswerType | None:
+    """The type ``question`` asks for when quotes are held to it (``typed_quotes``): an amount of money, a date or
+    a number (``STRICT_TYPES``); None otherwise. "How far / long / often ...?" is not held to it: "over any
+    terrestrial distance" answers how far."""
     kind = asked_type(question)
     if kind not in STRICT_TYPES or (kind == "number" and _first_wh(question) == "how" and not asks_quantity(question)):
+        return None
+    return kind
+
+
+def typed_quotes(question: str, quotes: list[str]) -> list[bool]:
+    """Which of ``quotes`` may answer ``question``: when it asks for an amount of money, a date or a number
+    (``strict_type``) and one of the quotes carries one it does not already contain, only those that do (a
+    quote about the question's subject that states no date cannot say when); otherwise all of them."""
+    kind = strict_type(question)
+    if kind is None:
         return [True] * len(quotes)
     typed = [carries(q, kind, question) for q in quotes]
     return typed if any(typed) else [True] * len(quotes)

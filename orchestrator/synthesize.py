@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory_store.clock import now
 
-from .answer_types import asked_type, carries, quantity_unstated, typed_quotes
+from .answer_types import asked_type, carries, quantity_unstated, strict_type, typed_quotes
 from .api import make_module_callable
 from .evidence import EvidenceBlock, Gap, SectionResult, Source, SynthesisResult, display_url
 from .legacy_quotes import QuoteChoice, choose_quote_in_context
@@ -151,7 +151,7 @@ class Candidate:
     hit: Hit
     choice: QuoteChoice | Quote
     score: float  # cosine of the quote, read under its heading, to the section's question
-    names: bool = True  # its page (title or chunk) names something the question names (relevance.named_subjects)
+    names: bool = True  # its page (title or a retrieved chunk) names what the question names (named_subjects)
     rank: float = 0.0  # orders the blocks (candidate_rank)
     covers: float = 0.0  # share of the question's term weight its quote holds (quotes.term_coverage)
     also: list[Candidate] = field(default_factory=list)  # candidates merged into this one (same facts)
@@ -210,16 +210,18 @@ def _names_it(hit: Hit, names: list[str]) -> bool:
 
 def answer_candidates(question: str, hits: list[Hit], quoted: list[list[tuple[Quote, float]]]) -> list[Candidate]:
     """The candidates of ``hits`` (retrieval order) from their quotes (``quotes.quote_hits``), with whether the page
-    names what the question names, the share of the question's terms each quote holds (idf over the section's
-    quotes) and the rank."""
+    names what the question names (its title or any of its chunks among ``hits``: a page's chunk about the
+    couple's hospital need not repeat "Beijing"), the share of the question's terms each quote holds (idf over
+    the section's quotes) and the rank."""
     names = named_subjects(question)
+    naming = {h.metadata.get("url") for h in hits if _names_it(h, names)}
     covers = iter(term_coverage(question, [quote.quote for quotes in quoted for quote, _ in quotes]))
     candidates: list[Candidate] = []
     for position, (hit, quotes) in enumerate(zip(hits, quoted, strict=True)):
         for quote, score in quotes:
             share = next(covers)
             rank = candidate_rank(quote.rank, position, score, share)
-            candidates.append(Candidate(hit, quote, score, _names_it(hit, names), rank, share))
+            candidates.append(Candidate(hit, quote, score, hit.metadata.get("url") in naming, rank, share))
     return candidates
 
 
@@ -263,7 +265,13 @@ def candidate_rank(quote_rank: float, position: int, quote_score: float = 0.0, c
 
 
 def select_evidence(
-    candidates: list[Candidate], *, k: int, min_score: float, named: bool = True, margin: float | None = RANK_MARGIN
+    candidates: list[Candidate],
+    *,
+    k: int,
+    min_score: float,
+    named: bool = True,
+    margin: float | None = RANK_MARGIN,
+    question: str | None = None,
 ) -> list[Candidate]:
     """The evidence among ``candidates`` (in retrieval order): those whose quote score meets ``min_score`` (and
     ``min_score + FAR_CHUNK_MARGIN`` when the chunk as a whole does not and the quote holds under FAR_COVERAGE of
@@ -273,7 +281,8 @@ def select_evidence(
     stating the same facts as an earlier one (``quotes.same_facts``) is merged into it (``also``) instead of
     repeated, a quote inside an earlier block's quote of the same page is dropped, and a quote of the same page
     that holds an earlier block's quote and more replaces that block's quote (keeping its place; other blocks it
-    holds go). At most ``k``."""
+    holds go). At most ``k``. With the section's ``question``, a typed answer beyond the margin may come first
+    (``_typed_beyond_margin``)."""
     kept = [
         c
         for c in candidates
@@ -287,7 +296,8 @@ def select_evidence(
         kept = [c for c in kept if c.names]
     kept = sorted(kept, key=lambda c: -c.rank)
     if margin is not None and kept:
-        kept = [c for c in kept if c.rank >= kept[0].rank - margin]
+        within = [c for c in kept if c.rank >= kept[0].rank - margin]
+        kept = _typed_beyond_margin(question, kept, len(within)) + within
     chosen: list[Candidate] = []
     for c in kept:
         if any(_widens(o, c) for o in chosen):  # its words are already a block's, from the same page
@@ -306,6 +316,20 @@ def select_evidence(
         elif len(chosen) < k:
             chosen.append(c)
     return chosen
+
+
+def _typed_beyond_margin(question: str | None, ranked: list[Candidate], within: int) -> list[Candidate]:
+    """When ``question`` asks for an amount, a date or a number (``answer_types.strict_type``) and none of the
+    ``within`` best of ``ranked`` (the margin's) states one, the best candidate beyond the margin that states one
+    and holds at least as much of the question's term weight as the best block (and FAR_COVERAGE): the blocks
+    within restate the subject ("Health authorities in China's Inner Mongolia have confirmed ...") while a
+    passage further down holds the answer ("The first two illnesses were confirmed on November 12."). It comes
+    first; the type rule (``section_evidence``) then drops the blocks that state no such type."""
+    kind = strict_type(question) if question else None
+    if kind is None or any(carries(c.choice.quote, kind, question) for c in ranked[:within]):
+        return []
+    floor = max(FAR_COVERAGE, ranked[0].covers)
+    return [c for c in ranked[within:] if c.covers >= floor and carries(c.choice.quote, kind, question)][:1]
 
 
 def _widens(wide: Candidate, narrow: Candidate) -> bool:
@@ -353,7 +377,8 @@ def synthesize_section(
     result = SectionResult(section.title, label, question, queries, answer_type=kind)
     candidates = evidence_candidates(memory, section, k=k, min_score=min_score, subtree=subtree, retrieval=retrieval,
                                      queries=queries, vectors=vectors)
-    chosen, reason = section_evidence(question, select_evidence(candidates, k=k, min_score=min_score))
+    chosen = select_evidence(candidates, k=k, min_score=min_score, question=question)
+    chosen, reason = section_evidence(question, chosen)
     for c in chosen:
         also = [
             Source(a.hit.metadata["url"], a.hit.metadata.get("last_updated"), a.hit.id, a.choice.quote, a.score)

@@ -9,6 +9,7 @@ from orchestrator.synthesize import (
     Candidate,
     EvidenceBlock,
     Gap,
+    answer_candidates,
     display_url,
     section_evidence,
     select_evidence,
@@ -311,3 +312,49 @@ def test_section_evidence_applies_the_rules_after_selection():
     assert section_evidence("Hunters catch plague from rabbits.", [lead, dated]) == ([lead, dated], None)
     # how many, and no quote states a quantity: none, and the reason the Gap will give
     assert section_evidence("How many people were quarantined?", [lead]) == ([], "no quote states a quantity")
+
+
+class _Page:
+    def __init__(self, url, text="x", score=0.6):
+        self.metadata = {"url": url}
+        self.title, self.text, self.score = "News", text, score
+
+
+def test_a_page_names_what_was_asked_when_any_of_its_chunks_does():
+    from orchestrator.quotes import Quote
+
+    texts = [
+        ("https://n.example/plague", "Authorities in Beijing announced that two people had pneumonic plague."),
+        ("https://n.example/plague", "Li Jifeng, a doctor at Chaoyang Hospital where the patients were treated, said."),
+        ("https://n.example/other", "A hospital in Ulaanbaatar treated a herder for plague."),
+    ]
+    hits = [_Page(url, text) for url, text in texts]
+    cands = answer_candidates(
+        "At which Beijing hospital were the couple treated?", hits, [[(Quote(t, rank=0.8), 0.5)] for _, t in texts]
+    )
+    # the doctor's chunk never says "Beijing", but its page does; the other page never does
+    assert [c.names for c in cands] == [True, True, False]
+    assert [c.hit.text for c in select_evidence(cands, k=5, min_score=0.35)] == [t for _, t in texts[:2]]
+
+
+def test_a_typed_answer_beyond_the_margin_comes_first_and_the_subjects_restatements_go():
+    from orchestrator.quotes import Quote
+
+    def cand(quote, rank, covers):
+        return Candidate(_Page("https://n.example/" + quote[:12]), Quote(quote), 0.6, True, rank, covers)
+
+    lead = cand("Health authorities have confirmed a third case of plague in the region.", 1.30, 0.10)
+    more = cand("Pneumonic plague is the most virulent of the three forms.", 1.20, 0.20)
+    answer = cand("The first two illnesses were confirmed on November 12.", 0.78, 0.35)
+    thin = cand("Several people died of plague in 2009.", 0.90, 0.10)  # a date, but little of the question
+    ranked = [lead, more, thin, answer]
+    question = "On what date were the couple's plague infections officially confirmed?"
+    assert select_evidence(ranked, k=5, min_score=0.35) == [lead, more]  # the margin alone
+    chosen = select_evidence(ranked, k=5, min_score=0.35, question=question)
+    assert chosen == [answer, lead, more]
+    assert section_evidence(question, chosen) == ([answer], None)
+    # a block within the margin states a date: nothing is reached for
+    dated = cand("Health authorities confirmed the cases on Nov. 12, 2019.", 1.25, 0.30)
+    assert select_evidence([lead, dated, answer], k=5, min_score=0.35, question=question) == [lead, dated]
+    # a question that asks for no amount, date or number: the margin alone
+    assert select_evidence(ranked, k=5, min_score=0.35, question="Why was the couple quarantined?") == [lead, more]
