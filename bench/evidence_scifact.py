@@ -14,8 +14,9 @@ Rules compared in the same run, on the same candidates, for every evidence thres
   chunk's (an ablation: ``select_evidence(..., named=False)``);
 - ``quote+names``: ``quote`` plus the names check (when the first remaining candidate's page names what the claim
   names, pages that never do are dropped): ``select_evidence`` as ``brt synthesize`` calls it;
-- ``section``: what ``brt synthesize`` prints: ``quote+names`` then ``section_evidence`` (the answer-type rule,
-  index entries, the quantity Gap). A claim is not a question, so it asks for no type: the two rules should agree.
+- ``section``: what ``brt synthesize`` prints: ``quote+names`` given the section's question, then
+  ``section_evidence`` (the answer-type rule, index entries, the quantity Gap). A claim is not a question, so
+  it asks for no type: the two rules should agree.
 
 Per rule and threshold, over the queries: ``p@1`` (the first block cites a relevant abstract), ``precision``
 (relevant blocks / blocks), ``supported`` (some block is relevant), ``wrong_only`` (blocks given, none relevant:
@@ -60,8 +61,9 @@ def rule_blocks(rule: str, candidates, *, k: int, threshold: float, question: st
         firsts = [c for i, c in enumerate(candidates) if i == 0 or candidates[i - 1].hit is not c.hit]
         return [c for c in firsts if c.hit.score >= threshold][:k]
     # the threshold is the quotes' bar only: synthesize retrieves its candidates without a chunk-level one
-    chosen = select_evidence(candidates, k=k, min_score=threshold, named=rule != "quote")
-    return section_evidence(question, chosen)[0] if rule == "section" else chosen
+    if rule != "section":
+        return select_evidence(candidates, k=k, min_score=threshold, named=rule == "quote+names")
+    return section_evidence(question, select_evidence(candidates, k=k, min_score=threshold, question=question))[0]
 
 
 def summarise(per_query: list[list[bool]]) -> dict:
