@@ -38,7 +38,6 @@ class QuoteChoice:
         return f"{self.heading}: {self.quote}" if self.heading else self.quote
 
 
-
 def choose_quote(chunk_text: str, sentence_scores: list[float], spans: list[tuple[int, int]]) -> str:
     """The verbatim span of ``chunk_text`` that best answers the query (see ``choose_quote_in_context``)."""
     return choose_quote_in_context(chunk_text, sentence_scores, spans).quote

@@ -326,7 +326,7 @@ def _typed_beyond_margin(question: str | None, ranked: list[Candidate], within: 
     passage further down holds the answer ("The first two illnesses were confirmed on November 12."). It comes
     first; the type rule (``section_evidence``) then drops the blocks that state no such type."""
     kind = strict_type(question) if question else None
-    if kind is None or any(carries(c.choice.quote, kind, question) for c in ranked[:within]):
+    if not question or kind is None or any(carries(c.choice.quote, kind, question) for c in ranked[:within]):
         return []
     floor = max(FAR_COVERAGE, ranked[0].covers)
     return [c for c in ranked[within:] if c.covers >= floor and carries(c.choice.quote, kind, question)][:1]
