@@ -166,7 +166,7 @@ def expected_type(question: str) -> AnswerType | None:
     person; "why" asks for none of the types."""
     q = " ".join(question.split())
     lead = _WH.search(q)
-    wh = _first_wh(q)
+    wh = lead.group(1).lower() if lead else ""  # as _first_wh; the match itself is needed below
     if wh == "how":
         rest = q[lead.start():]
         if _CURRENCY_Q.search(rest):

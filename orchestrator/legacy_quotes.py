@@ -8,13 +8,9 @@ from dataclasses import dataclass
 
 from concept_index.text import LIST_MARKER, is_heading
 
-from .quotes import prose_under_top_heading
+from .quotes import collapse, prose_under_top_heading
 
 MAX_QUOTE_WORDS = 60
-
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _clip_words(text: str, limit: int) -> str:
@@ -100,12 +96,12 @@ def choose_quote_in_context(
     marker = LIST_MARKER.match(chunk_text[start : spans[lo][1]])
     if marker:  # a list item's bullet is layout, not words of the page
         start += marker.end()
-    quote = _collapse(chunk_text[start : spans[hi][1]])
+    quote = collapse(chunk_text[start : spans[hi][1]])
     if len(quote.split()) > MAX_QUOTE_WORDS:
         quote = _clip_words(quote, MAX_QUOTE_WORDS)
     prefix = "… " if lo > 0 and not _starts_sentence(chunk_text, start) else ""
     title = owner[lo]
-    context = _collapse(chunk_text[spans[title][0] : spans[title][1]]) if title is not None else None
+    context = collapse(chunk_text[spans[title][0] : spans[title][1]]) if title is not None else None
     return QuoteChoice(prefix + quote, context, by_heading)
 
 

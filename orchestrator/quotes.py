@@ -192,7 +192,8 @@ class Quote:
         return f"{self.heading}: {self.quote}" if self.heading and not self.is_heading else self.quote
 
 
-def _collapse(text: str) -> str:
+def collapse(text: str) -> str:
+    """``text`` with every run of whitespace (newlines too) as one space: how quotes are printed and compared."""
     return " ".join(text.split())
 
 
@@ -236,7 +237,7 @@ def choose_span(
     if want_type and titled:
         top = max(titled, key=lambda i: rank[i])
         if not prose or rank[top] > rank[best]:
-            h_text = _collapse(text[spans[top][0] : spans[top][1]])
+            h_text = collapse(text[spans[top][0] : spans[top][1]])
             return Quote(h_text, None, False, True, rank[top], True, (top, top))
     by_heading, heading_rank = False, None
     if prose:
@@ -288,11 +289,11 @@ def choose_span(
         marker = LIST_MARKER.match(text[start : spans[lo][1]])
         if marker:
             start += marker.end()
-        quote, cut_head = _window(_collapse(text[start : spans[hi][1]]), focus)
+        quote, cut_head = _window(collapse(text[start : spans[hi][1]]), focus)
         if cut_head or (lo > 0 and not (text[start].isupper() or text[start].isdigit() or text[start] in _OPENERS)):
             quote = "… " + quote
         title = owner[lo]
-        context = _collapse(text[spans[title][0] : spans[title][1]]) if title is not None else None
+        context = collapse(text[spans[title][0] : spans[title][1]]) if title is not None else None
         best_rank = max(rank[lo : hi + 1])
         if heading_rank is not None:
             best_rank = max(best_rank, heading_rank)
@@ -406,7 +407,7 @@ def same_facts(a: str, b: str, *, vec_cosine: float | None = None) -> bool:
     the answer) does not repeat it, while a shorter quote inside ``b`` does."""
     if {n.strip(".,") for n in _NUMBERS.findall(a)} != {n.strip(".,") for n in _NUMBERS.findall(b)}:
         return False
-    if _collapse(a).lower() == _collapse(b).lower():
+    if collapse(a).lower() == collapse(b).lower():
         return True
     ta, tb = set(terms(a)), set(terms(b))
     if min(len(ta), len(tb)) >= 4 and len(ta & tb) / len(ta) >= 0.8:

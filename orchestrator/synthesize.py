@@ -18,7 +18,7 @@ from .answer_types import asked_type, carries, quantity_unstated, strict_type, t
 from .api import make_module_callable
 from .evidence import EvidenceBlock, Gap, SectionResult, Source, SynthesisResult, display_url
 from .legacy_quotes import QuoteChoice, choose_quote_in_context
-from .quotes import Quote, SentenceVectors, quote_hits, same_facts, term_coverage
+from .quotes import Quote, SentenceVectors, collapse, quote_hits, same_facts, term_coverage
 from .relevance import index_entries, mentions, named_subjects
 
 if TYPE_CHECKING:
@@ -109,10 +109,6 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     from memory_store.sentences import sentence_spans
 
     return sentence_spans(text)
-
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _quotes_for(memory: Memory, question: str, hits: list[Hit], names: list[str]) -> list[tuple[QuoteChoice, float]]:
@@ -325,8 +321,9 @@ def _typed_beyond_margin(question: str | None, ranked: list[Candidate], within: 
     within restate the subject ("Health authorities in China's Inner Mongolia have confirmed ...") while a
     passage further down holds the answer ("The first two illnesses were confirmed on November 12."). It comes
     first; the type rule (``section_evidence``) then drops the blocks that state no such type."""
-    kind = strict_type(question) if question else None
-    if not question or kind is None or any(carries(c.choice.quote, kind, question) for c in ranked[:within]):
+    if not question or (kind := strict_type(question)) is None:
+        return []
+    if any(carries(c.choice.quote, kind, question) for c in ranked[:within]):
         return []
     floor = max(FAR_COVERAGE, ranked[0].covers)
     return [c for c in ranked[within:] if c.covers >= floor and carries(c.choice.quote, kind, question)][:1]
@@ -338,8 +335,8 @@ def _widens(wide: Candidate, narrow: Candidate) -> bool:
     answer): one block, not the same text twice."""
     if wide.hit.metadata.get("url") != narrow.hit.metadata.get("url"):
         return False
-    inner = _collapse(narrow.choice.quote.strip("… "))
-    return len(inner) > 0 and inner in _collapse(wide.choice.quote)
+    inner = collapse(narrow.choice.quote.strip("… "))
+    return len(inner) > 0 and inner in collapse(wide.choice.quote)
 
 
 def section_evidence(question: str, chosen: list[Candidate]) -> tuple[list[Candidate], str | None]:
