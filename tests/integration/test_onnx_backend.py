@@ -155,6 +155,7 @@ def test_export_cache_key_follows_model_files(tmp_path, monkeypatch):
 
 
 def test_real_export_is_cached_and_checked(onnx_fp32, onnx_int8):
+    from memory_store import model_export
     from memory_store.embeddings import default_model_path
     from memory_store.model_export import find_export
 
@@ -162,6 +163,12 @@ def test_real_export_is_cached_and_checked(onnx_fp32, onnx_int8):
     assert found is not None and found.fp32.is_file() and found.int8 is not None
     assert found.manifest["fp32"]["min_cosine_to_torch"] >= 0.9999
     assert found.manifest["int8"]["min_cosine_to_torch"] >= 0.98
+    int8 = found.manifest["int8"]
+    assert int8["recipe"] == model_export.RECIPE_INT8
+    # all-MiniLM-L6-v2's GELU outputs have a few outlier channels (layers 0-3), split off and kept fp32
+    channels = int8["outlier_channels"]
+    assert len(channels) == 6 and all(len(c) <= model_export.MAX_OUTLIER_CHANNELS for c in channels.values())
+    assert len(int8["fp32_nodes"]) == sum(1 for c in channels.values() if c) >= 1
 
 
 # --- the CLI in a real process -----------------------------------------------------------------------------
