@@ -17,7 +17,8 @@ Deterministic rules, read from the question's wording (README, "Quote checks"):
   counts as / is considered ...: "What Largest Contentful Paint time counts as good?"); carried by a numeral
   (``42``, ``3.5``, ``1,200``, a unit glued to it: ``100Wh``, ``2.4GHz``), a number word (``twelve``,
   ``million``) or a percentage, not by a date's digits (a year, a day of the month, a clock time: "on July 22"
-  counts no concerts).
+  counts no concerts). "How many <unit> ...?" (kilograms, weeks, miles, degrees, ...: ``asked_unit``) is carried
+  only by an amount in that unit ("500 kilograms", "5 kg", "six full weeks", "thousands of years", "45°").
 - ``place``: where; what/which city, country, region, river, ...; carried by a capitalised word after
   ``in``/``at``/``from``/``near``/``to``/``of``.
 - ``org``: which/what company, firm, agency, hospital, university, team, ...; carried by capitalised words or an
@@ -292,6 +293,52 @@ def typed_spans(text: str, kind: AnswerType) -> list[str]:
 
 _HOW_MANY_MUCH = re.compile(r"\bhow\s+(?:many|much)\b", re.IGNORECASE)
 
+# Units of measure a "how many <unit>" question names: its answer is a quantity in that unit ("How many kilograms
+# of payload ...?" is not answered by "five companies"). Key: the question's word; value: how a text writes it.
+_UNITS = {
+    "second": r"seconds?|secs?|s", "minute": r"minutes?|mins?", "hour": r"hours?|hrs?|h", "day": r"days?",
+    "week": r"weeks?", "month": r"months?", "year": r"years?|yrs?", "decade": r"decades?",
+    "centur": r"centur(?:y|ies)", "kilogram": r"kilograms?|kilos?|kg", "gram": r"grams?|g",
+    "pound": r"pounds?|lbs?|lb", "ton": r"tons?|tonnes?|t", "kilomet": r"kilomet(?:er|re)s?|km",
+    "met": r"met(?:er|re)s?|m", "mile": r"miles?|mi", "feet": r"feet|foot|ft", "foot": r"feet|foot|ft",
+    "inch": r"inch(?:es)?|in", "centimet": r"centimet(?:er|re)s?|cm", "millimet": r"millimet(?:er|re)s?|mm",
+    "acre": r"acres?", "hectare": r"hectares?|ha", "lit": r"lit(?:er|re)s?|l", "gallon": r"gallons?|gal",
+    "degree": r"degrees?|°", "watt": r"watts?|w", "volt": r"volts?|v",
+}
+_UNIT_Q = re.compile(
+    r"\bhow\s+many\s+(?:more\s+|fewer\s+|additional\s+|extra\s+|square\s+|sq\.?\s+|cubic\s+)?"
+    r"(seconds|minutes|hours|days|weeks|months|years|decades|centuries|kilograms|grams|pounds|tons|tonnes|"
+    r"kilomet(?:er|re)s|met(?:er|re)s|miles|feet|inches|centimet(?:er|re)s|millimet(?:er|re)s|acres|hectares|"
+    r"lit(?:er|re)s|gallons|degrees|watts|volts)\b",
+    re.IGNORECASE,
+)
+_AMOUNT = (
+    r"(?:\d[\d,]*(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
+    r"thirty|forty|fifty|sixty|hundreds?|thousands?|millions?|billions?|dozens?|several|a\s+few|many|a|an|half)"
+)
+# between the amount and the unit: "1.5 million", "six full weeks", "thousands of years", "8,646 sq mi"
+_AMOUNT_FILLER = (
+    r"(?:[\s-]+(?:and\s+a\s+half|million|thousand|hundred|more|full|solid|straight|consecutive|additional|extra|"
+    r"of|square|sq\.?|cubic|giga|mega|kilo))*[\s-]*(?:giga|mega|kilo)?"
+)
+
+
+def asked_unit(question: str) -> str | None:
+    """The unit of measure a "how many <unit>" question names (the key of ``_UNITS``), or None."""
+    m = _UNIT_Q.search(question)
+    if not m:
+        return None
+    word = m.group(1).lower()
+    return next((k for k in _UNITS if word.startswith(k)), None)
+
+
+def _unit_amounts(text: str, unit: str) -> list[str]:
+    """The amounts in ``unit`` that ``text`` states ("six weeks", "45°", "1.5 gigatons")."""
+    pattern = rf"\b{_AMOUNT}{_AMOUNT_FILLER}(?:{_UNITS[unit]})\b"
+    if unit == "degree":
+        pattern += r"|\d°"
+    return [m.group(0) for m in re.finditer(pattern, text, re.IGNORECASE)]
+
 
 def asks_quantity(question: str) -> bool:
     """Whether ``question`` asks how many or how much (its first wh-word): only a quantity answers it."""
@@ -348,7 +395,8 @@ def carries(text: str, kind: AnswerType | None, question: str) -> bool:
     if kind == "term":  # the naming words themselves: the question has them too ("what is it called?")
         return bool(typed_spans(text, kind))
     q = " ".join(question.lower().split())
-    spans = typed_spans(text, kind)
+    unit = asked_unit(question) if kind == "number" else None
+    spans = _unit_amounts(text, unit) if unit else typed_spans(text, kind)
     if kind == "date" and _first_wh(question) == "when":  # "on Monday" says when, not on what date
         spans += [m.group(0) for m in _RELATIVE_DATE.finditer(text)]
     for span in spans:

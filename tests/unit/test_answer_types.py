@@ -4,6 +4,7 @@ sentence carries one."""
 from __future__ import annotations
 
 from orchestrator.answer_types import (
+    asked_unit,
     asks_quantity,
     carries,
     expected_type,
@@ -133,6 +134,28 @@ def test_a_quantity_question_no_quote_states_a_quantity_for():
     assert not quantity_unstated("How much did the duvet cost?", ["It cost 40 in 2019."])  # a bare number may be one
     assert not quantity_unstated("How much did the duvet cost?", ["The duvet cost £40."])
     assert not quantity_unstated("When did the tour start?", ["It started in the spring."])  # not a quantity
+
+
+def test_a_how_many_unit_question_is_answered_by_an_amount_in_that_unit():
+    payload = "How many kilograms of payload can the lunar lander deliver to the Moon?"
+    severance = "How many weeks of severance pay will laid-off employees receive?"
+    assert (asked_unit(payload), asked_unit(severance)) == ("kilogram", "week")
+    assert asked_unit("How many square miles per year were cleared?") == "mile"
+    assert asked_unit("How many companies bid?") is None and asked_unit("How long is the bridge?") is None
+    # a number in another unit, or a count, does not say how many kilograms
+    assert not carries("NASA said the five companies had been selected.", "number", payload)
+    assert not carries("The lander is 3 meters tall.", "number", payload)
+    assert quantity_unstated(payload, ["NASA said the five companies had been selected.", "It flies in 2022."])
+    for sentence in ("It can land 500 kilograms on the surface.", "It delivers up to 5 kg of payload.",
+                     "It carries 1.5 million kilograms a year.", "Its payload is 250kg."):
+        assert carries(sentence, "number", payload), sentence
+    assert not carries("Workers will receive notice this week.", "number", severance)  # no amount
+    for sentence in ("They will get six full weeks of pay.", "Staff get 12 weeks.", "It lasts a week."):
+        assert carries(sentence, "number", severance), sentence
+    assert carries("It has been inhabited for thousands of years.", "number", "For how many years was it inhabited?")
+    assert carries("It reached as far south as 45°.", "number", "How many degrees south did it reach?")
+    quotes = ["Eleven companies bid for the contract.", "Each lander carries 500 kilograms."]
+    assert typed_quotes(payload, quotes) == [False, True]
 
 
 def test_only_quotes_that_carry_a_date_number_or_amount_answer_a_question_asking_for_one():
