@@ -17,7 +17,7 @@ text); one per-tensor activation scale cannot hold them, so those channels are s
 the int8 MatMul sees the input with them zeroed, and a K-row fp32 MatMul adds their share back. They are found
 by running the fused model on the probe texts (``_outlier_channels``). Quantising every weight naively moved
 vectors to cosine 0.90-0.94 of fp32; keeping the FFN outputs fp32 gave 0.9968 at 1.4x ONNX fp32; this split
-gives 0.996 at 1.75x.
+gives 0.996 at 1.7x (BENCHMARKS.md, "Outlier channels split off").
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ MANIFEST = "manifest.json"
 RECIPE_INT8 = "ort-fused+dynamic-per-channel-int8, ffn-output outlier channels fp32"
 # An FFN-output input channel is an outlier when its largest |value| on the probe texts is this many times the
 # layer's 16th largest; at most this many per layer (all-MiniLM-L6-v2: 1, 1, 2, 1, 0, 0 at ratios 4.5-6.9,
-# the next channels at 1.3-2.2).
+# the next channels at 1.4-2.2).
 OUTLIER_RATIO = 3.0
 MAX_OUTLIER_CHANNELS = 4
 # Exported graphs must agree with the PyTorch model on these (cosine), else the export is refused.

@@ -314,9 +314,10 @@ _UNIT_Q = re.compile(
 )
 _AMOUNT = (
     r"(?:\d[\d,]*(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
-    r"thirty|forty|fifty|sixty|hundreds?|thousands?|millions?|billions?|dozens?|several|a\s+few|many|a|an|half)"
+    r"thirty|forty|fifty|sixty|hundreds?|thousands?|millions?|billions?|dozens?|several|a\s+few|a|an|half)"
 )
-# between the amount and the unit: "1.5 million", "six full weeks", "thousands of years", "8,646 sq mi"
+# between the amount and the unit: "1.5 million", "six full weeks", "thousands of years", "8,646 sq mi" ("many
+# years" is no amount)
 _AMOUNT_FILLER = (
     r"(?:[\s-]+(?:and\s+a\s+half|million|thousand|hundred|more|full|solid|straight|consecutive|additional|extra|"
     r"of|square|sq\.?|cubic|giga|mega|kilo))*[\s-]*(?:giga|mega|kilo)?"
