@@ -90,6 +90,10 @@ def _stemmer() -> Any:
 
 
 _DERIVATIONS = ("er", "or", "al")
+# "-er" words whose four-letter rest is another word ("former" is not one who forms, "number" not numb)
+_ER_KEEP = frozenset(
+    "former number center corner master tender temper proper render butter latter bitter matter letter".split()
+)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -97,9 +101,11 @@ def _stem(word: str) -> str:
     if word.isalpha():
         stem = _stemmer().stemWord(word)
         # an agent or relation noun and its verb or noun: "supplier" / "supplying", "inventor" / "invented",
-        # "national" / "nation" (Snowball keeps these apart)
+        # "national" / "nation", "leader" / "leads" (Snowball keeps these apart); "-er" from four letters on,
+        # "-or" and "-al" from five ("signal" is no sign, "factor" no fact)
         for suffix in _DERIVATIONS:
-            if stem.endswith(suffix) and len(stem) - len(suffix) >= 5:
+            shortest = 4 if suffix == "er" and stem not in _ER_KEEP else 5
+            if stem.endswith(suffix) and len(stem) - len(suffix) >= shortest:
                 return stem[: -len(suffix)]
         return stem
     return word[:-1] if len(word) > 3 and word.endswith("s") else word  # "1990s", "mp3s": only the plural

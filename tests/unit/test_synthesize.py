@@ -240,6 +240,8 @@ def test_terms_are_stems():
     # an agent or relation noun and its verb or noun share a term; short words keep their ending
     assert terms("suppliers invented national") == terms("supplying inventor nation")
     assert terms("former water order") == ["former", "water", "order"]
+    assert sorted(terms("team leader, the reader")) == sorted(terms("who leads the team, read"))  # "-er", 4 letters
+    assert terms("number signal factor") == ["number", "signal", "factor"]  # not numb, sign, fact
     # a sentence that says "salaries ... ranged" now scores for a question about "salary range"
     docs = ["Salaries for teachers ranged from 20,133 to 41,004.", "Teachers in Wales are paid well."]
     scores = bm25_scores("What was the high end of the salary range?", docs)
