@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
 
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
-
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-
-from memory_store.model_export import _split_off_channels  # noqa: E402
+from memory_store.model_export import _split_off_channels
 
 
 def _graph(weight: np.ndarray, bias: np.ndarray):
