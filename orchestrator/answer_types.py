@@ -300,7 +300,7 @@ _UNITS = {
     "week": r"weeks?", "month": r"months?", "year": r"years?|yrs?", "decade": r"decades?",
     "centur": r"centur(?:y|ies)", "kilogram": r"kilograms?|kilos?|kg", "gram": r"grams?|g",
     "pound": r"pounds?|lbs?|lb", "ton": r"tons?|tonnes?|t", "kilomet": r"kilomet(?:er|re)s?|km",
-    "met": r"met(?:er|re)s?|m", "mile": r"miles?|mi", "feet": r"feet|foot|ft", "foot": r"feet|foot|ft",
+    "met": r"met(?:er|re)s?|m", "mile": r"miles?|mi", "feet": r"feet|foot|ft",
     "inch": r"inch(?:es)?|in", "centimet": r"centimet(?:er|re)s?|cm", "millimet": r"millimet(?:er|re)s?|mm",
     "acre": r"acres?", "hectare": r"hectares?|ha", "lit": r"lit(?:er|re)s?|l", "gallon": r"gallons?|gal",
     "degree": r"degrees?|°", "watt": r"watts?|w", "volt": r"volts?|v",
