@@ -1,5 +1,5 @@
 """A store's ``meta.json`` (private to memory_store): format version, charter id, embedding model and
-dimension, split algorithm, creation and last-write times."""
+dimension, the vectors' precision (and int8 recipe), split algorithm, creation and last-write times."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from .clock import now
-from .errors import StoreCorrupt
+from .embeddings import resolve_model_name, vector_precision
+from .errors import ModelMismatch, StoreCorrupt
 
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
@@ -42,8 +43,11 @@ class StoreMeta:
         dim: int | None = None,
         algo: str | None = None,
         precision: str | None = None,
+        recipe: str | None = None,
     ) -> dict[str, Any]:
-        """Create the store folder and meta.json if missing; fill in dim/split_algo/precision once known."""
+        """Create the store folder and meta.json if missing; fill in dim/split_algo/precision once known, and
+        with an int8 precision its ``recipe`` (recorded with the precision only: a store that already holds
+        vectors of an unrecorded recipe never claims one)."""
         self.file.parent.mkdir(parents=True, exist_ok=True)
         meta = self.read()
         changed = False
@@ -66,6 +70,8 @@ class StoreMeta:
             changed = True
         if precision and not meta.get("embedding_precision"):
             meta["embedding_precision"] = precision
+            if precision == "int8" and recipe:
+                meta["int8_recipe"] = recipe
             changed = True
         if changed:
             self.write(meta)
@@ -77,3 +83,28 @@ class StoreMeta:
         if meta is not None:
             meta["last_write"] = now("microseconds")
             self.write(meta)
+
+
+def embedder_fits(meta: dict[str, Any] | None, path: Path, model: str, embedder: Any) -> str | None:
+    """Check ``embedder`` against a store's ``meta``: another model, precision or dimension is refused
+    (ModelMismatch). Returns why its vectors still differ a little from the store's, when another int8 recipe
+    made those (``int8_recipe``; a store without it was written before brt recorded the recipe), else None."""
+    if resolve_model_name(embedder.name) != resolve_model_name(model):
+        raise ModelMismatch(f"store {path} uses {model!r}, not {embedder.name!r}")
+    precision = vector_precision(meta)
+    if precision is not None and getattr(embedder, "precision", precision) != precision:
+        raise ModelMismatch(f"store {path} holds {precision} vectors, not {embedder.precision}")
+    if meta and meta.get("dim") and int(meta["dim"]) != int(embedder.dim):
+        raise ModelMismatch(
+            f"store {path} has {meta['dim']}-dimensional embeddings from {meta.get('model')!r}, but model "
+            f"{embedder.name!r} produces {embedder.dim} dimensions"
+        )
+    if precision != "int8" or (meta or {}).get("int8_recipe") == getattr(embedder, "recipe", None):
+        return None
+    stored = (meta or {}).get("int8_recipe")
+    made = f"int8 recipe {stored!r}" if stored else "an earlier int8 recipe (not recorded)"
+    return (
+        f"its vectors come from {made}, queries and new pages now from {getattr(embedder, 'recipe', None)!r}: "
+        f"scores may shift a little (cosine about 0.996 between recipes); re-harvest into a new store for vectors "
+        f"of one recipe"
+    )

@@ -87,6 +87,7 @@ def write_snapshot(
             "embedding_model": meta.get("model", model_name),
             "embedding_dim": meta.get("dim"),
             "embedding_precision": vector_precision(meta),
+            "int8_recipe": meta.get("int8_recipe"),
             "split_algo": meta.get("split_algo"),
             "include_vectors": include_vectors,
             "counts": counts,

@@ -121,6 +121,7 @@ class Embedder:
         self.batch_size = batch_size
         self.backend = backend
         self.precision = PRECISIONS[backend]
+        self.recipe: str | None = None  # the int8 quantisation recipe (model_export.RECIPE_INT8); None for fp32
         self.texts_embedded = 0
         self.batches = 0
         self.query_instruction = _query_instruction_for(name)
@@ -141,6 +142,8 @@ class Embedder:
         exported = ensure_export(self.name, self.path, int8=int8)
         onnx_file = exported.int8 if int8 else exported.fp32
         assert onnx_file is not None
+        if int8:
+            self.recipe = str(exported.manifest.get("int8", {}).get("recipe") or "") or None
         self.pooling = _pooling_for(self.path, self.name)
         self.max_tokens = max_tokens_for_path(self.path) or 512
         self._onnx = OnnxEncoder(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _journal, _maintenance, _remote, _snapshot, _writes
 from ._locks import StoreLocks
-from ._meta import FORMAT_VERSION, StoreMeta
+from ._meta import FORMAT_VERSION, StoreMeta, embedder_fits
 from .chunking import split_algo, window_for
 from .embeddings import DEFAULT_MODEL, default_min_score, get_embedder, resolve_model_name, vector_precision
 from .errors import MemoryStoreError, ModelMismatch, StoreNotFound
@@ -99,6 +99,7 @@ class Memory:
             )
         self._model_name = recorded or resolve_model_name(model)
         self._embedder: Embedder | None = None
+        self._recipe_noted = False
         self._store_obj: LanceStore | None = None
         self._locks: Any = StoreLocks(self._path, charter_id)
         if self._objects is not None and self._mirror is not None:
@@ -146,14 +147,17 @@ class Memory:
         if self._embedder is None:
             meta = self._read_meta()
             emb = get_embedder(self._model_name, precision=vector_precision(meta))
-            if meta and meta.get("dim") and int(meta["dim"]) != emb.dim:
-                raise ModelMismatch(
-                    f"store {self._path} has {meta['dim']}-dimensional embeddings "
-                    f"from {meta.get('model')!r}, "
-                    f"but model {emb.name!r} produces {emb.dim} dimensions"
-                )
+            self._check_embedder(meta, emb)
             self._embedder = emb
         return self._embedder
+
+    def _check_embedder(self, meta: dict[str, Any] | None, embedder: Any) -> None:
+        """Refuse an embedder of another model, precision or dimension than the store's (ModelMismatch); warn once
+        when its int8 recipe is not the one the store's vectors were made with."""
+        problem = embedder_fits(meta, self._path, self._model_name, embedder)
+        if problem and not self._recipe_noted:
+            self._recipe_noted = True
+            log.warning("store %s: %s", self._path, problem)
 
     @property
     def precision(self) -> str | None:
@@ -166,17 +170,7 @@ class Memory:
         the embedder used so far (None: not loaded yet), to put back. None goes back to the local model.
         A model or dimension other than the store's is refused (ModelMismatch)."""
         if embedder is not None:
-            meta = self._read_meta()
-            if embedder.name != self._model_name:
-                raise ModelMismatch(f"store {self._path} uses {self._model_name!r}, not {embedder.name!r}")
-            precision = vector_precision(meta)
-            if precision is not None and getattr(embedder, "precision", precision) != precision:
-                raise ModelMismatch(f"store {self._path} holds {precision} vectors, not {embedder.precision}")
-            if meta and meta.get("dim") and int(meta["dim"]) != int(embedder.dim):
-                raise ModelMismatch(
-                    f"store {self._path} has {meta['dim']}-dimensional embeddings, {embedder.name!r} gives "
-                    f"{embedder.dim}"
-                )
+            self._check_embedder(self._read_meta(), embedder)
         previous, self._embedder = self._embedder, embedder
         return previous
 
@@ -219,10 +213,11 @@ class Memory:
         return self._meta.read()
 
     def _ensure_created(
-        self, dim: int | None = None, algo: str | None = None, precision: str | None = None
+        self, dim: int | None = None, algo: str | None = None, precision: str | None = None, recipe: str | None = None
     ) -> dict[str, Any]:
-        """Create the store folder and meta.json if missing; fill in dim/split_algo/precision once known."""
-        meta = self._meta.ensure(self.charter_id, self._model_name, dim, algo, precision)
+        """Create the store folder and meta.json if missing; fill in dim/split_algo/precision (and the int8
+        recipe) once known."""
+        meta = self._meta.ensure(self.charter_id, self._model_name, dim, algo, precision, recipe)
         if dim and self._store_obj is not None and not self._store_obj.dim:
             self._store_obj.dim = dim
         return meta
@@ -261,7 +256,8 @@ class Memory:
         known = set(self._store.chunk_meta()) if self._read_meta() else set()
         pre = _writes.embed_new(emb, chunked, known)
         with self.write_lock():
-            meta = self._ensure_created(emb.dim, algo, emb.precision)
+            meta = self._ensure_created(emb.dim, algo, emb.precision, getattr(emb, "recipe", None))
+            self._check_embedder(meta, emb)
             if meta.get("split_algo") and meta["split_algo"] != algo:
                 log.warning("store %s was chunked with %s, now %s", self._path, meta["split_algo"], algo)
             self._reconcile(inputs, chunked, removed=set(), algo=algo, vectors=pre)
@@ -531,17 +527,20 @@ class Memory:
         *,
         dim: int,
         split_algo: str | None = None,
+        precision: str | None = None,
+        recipe: str | None = None,
     ) -> None:
         """Write page and chunk rows exactly as given (the inverse of ``snapshot``: ids, dates, URLs and order
-        kept; nothing chunked or embedded); ``vectors[i]`` is ``chunks[i]``'s embedding. Only into an empty
-        store: raises MemoryStoreError otherwise."""
+        kept; nothing chunked or embedded); ``vectors[i]`` is ``chunks[i]``'s embedding, of ``precision``
+        ("fp32" or "int8", with its int8 ``recipe``; None: fp32). Only into an empty store: raises
+        MemoryStoreError otherwise."""
         import numpy as np
 
         vecs = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), dim) if chunks else None
         with self.write_lock():
             if self._read_meta() is not None and (self.count_chunks() or self.count_pages()):
                 raise MemoryStoreError(f"store {self._path} is not empty: rows are loaded only into a new store")
-            self._ensure_created(dim, split_algo)
+            self._ensure_created(dim, split_algo, precision or "fp32", recipe)
             store = self._store
             store.dim = dim
             for start in range(0, len(chunks), 2000):

@@ -141,19 +141,25 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
     ]
     have = [snap.chunks[cid].get("embedding") for cid in snap.chunk_order]
     reembedded = 0
+    # the vectors' precision (and int8 recipe) as the snapshot records it; re-embedded ones are the embedder's
+    precision, recipe = snap.manifest.get("embedding_precision"), snap.manifest.get("int8_recipe")
     if rows and all(isinstance(v, list) and len(v) == dim for v in have):
         vectors = np.asarray(have, dtype=np.float32)
     elif rows:
         vectors = mem.embedder.embed_documents([r["text"] for r in rows])
         dim = int(vectors.shape[1])
         reembedded = len(rows)
+        precision, recipe = mem.embedder.precision, getattr(mem.embedder, "recipe", None)
     else:
         vectors = np.zeros((0, dim or 1), dtype=np.float32)
     pages = [
         {"url": p.get("final_url") or p.get("url"), "requested_url": p.get("url")} | {k: p.get(k) for k in _PAGE_FIELDS}
         for p in snap.pages
     ]
-    mem.load_rows(pages, rows, vectors, dim=dim or mem.dim, split_algo=snap.manifest.get("split_algo"))
+    mem.load_rows(
+        pages, rows, vectors, dim=dim or mem.dim, split_algo=snap.manifest.get("split_algo"), precision=precision,
+        recipe=recipe,
+    )
     restore_event = {
         "type": "restore",
         "restored_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -176,6 +176,7 @@ class PooledEmbedder:
         self.name: str = info["name"]
         self.dim: int = info["dim"]
         self.precision: str = info["precision"]
+        self.recipe: str | None = info.get("recipe")
         self.max_tokens: int = info["max_tokens"]
         self.special_tokens: int = info["special_tokens"]
         self.query_instruction: str | None = info["query_instruction"]

@@ -218,6 +218,7 @@ class EmbedWorker:
             "name": emb.name,
             "dim": int(emb.dim),
             "precision": emb.precision,
+            "recipe": emb.recipe,
             "max_tokens": int(emb.max_tokens),
             "special_tokens": int(emb.special_tokens),
             "query_instruction": emb.query_instruction,

@@ -4,6 +4,7 @@ precision a store records, the export cache, and the CLI's start-up path (no tor
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -134,6 +135,40 @@ def test_store_records_precision_and_never_mixes(brt_home, monkeypatch, embedder
     assert reopened.snapshot(brt_home / "q.jsonl")["embedding_precision"] == "int8"
     # a store written before precision was recorded holds fp32 vectors
     assert vector_precision({"dim": 384}) == "fp32" and vector_precision({"dim": None}) is None
+
+
+def test_store_records_int8_recipe_warns_on_another_and_restore_keeps_it(brt_home, monkeypatch, caplog, onnx_int8):
+    """An int8 store records its vectors' recipe; a store of another (or an unrecorded) recipe gets one warning
+    per open, and still answers; a restore from its snapshot keeps precision and recipe."""
+    from memory_store.model_export import RECIPE_INT8
+    from orchestrator.audit.restore import restore
+
+    monkeypatch.setenv("BRT_EMBED_BACKEND", "onnx-int8")
+    mem = Memory("r8")
+    mem.add("https://example.org/a", TEXTS[0])
+    meta = json.loads((mem.path / "meta.json").read_text())
+    assert meta["embedding_precision"] == "int8" and meta["int8_recipe"] == onnx_int8.recipe == RECIPE_INT8
+    snap = brt_home / "r8.jsonl"
+    assert mem.snapshot(snap)["int8_recipe"] == RECIPE_INT8
+    monkeypatch.delenv("BRT_EMBED_BACKEND")
+    restore(snap, new_id="r8_again", force=True)
+    again = Memory("r8_again")
+    assert json.loads((again.path / "meta.json").read_text())["int8_recipe"] == RECIPE_INT8
+    assert again.embedder.precision == "int8"  # auto follows the restored store: not taken for fp32
+    with caplog.at_level(logging.WARNING, logger="memory_store"):
+        assert again.search("When should the largest paint happen?", k=1)
+        assert not [r for r in caplog.records if "recipe" in r.getMessage()]
+        meta.pop("int8_recipe")  # as written before brt recorded the recipe
+        (mem.path / "meta.json").write_text(json.dumps(meta))
+        old = Memory("r8")
+        assert old.search("When should the largest paint happen?", k=1)
+        old.add("https://example.org/b", TEXTS[2])
+    warned = [r.getMessage() for r in caplog.records if "earlier int8 recipe" in r.getMessage()]
+    assert len(warned) == 1 and "re-harvest" in warned[0]
+    assert "int8_recipe" not in json.loads((old.path / "meta.json").read_text())  # never claims one it lacks
+    fp = Memory("fp_only")
+    fp.add("https://example.org/a", TEXTS[0])
+    assert "int8_recipe" not in json.loads((fp.path / "meta.json").read_text())
 
 
 def test_export_cache_key_follows_model_files(tmp_path, monkeypatch):
