@@ -97,6 +97,7 @@ class StatusReport:
     chunks: int = 0
     model: str | None = None
     dim: int | None = None
+    precision: str | None = None  # of the vectors: "fp32" or "int8"
     disk_bytes: int = 0
     last_harvest: dict[str, Any] | None = None
 
@@ -109,6 +110,7 @@ class StatusReport:
             "chunks": self.chunks,
             "embedding_model": self.model,
             "embedding_dim": self.dim,
+            "embedding_precision": self.precision,
             "disk_bytes": self.disk_bytes,
             "last_harvest": self.last_harvest,
         }
@@ -130,6 +132,7 @@ def status(charter: Charter) -> StatusReport:
         chunks=stats.chunks,
         model=stats.model,
         dim=stats.dim,
+        precision=mem.precision,
         disk_bytes=stats.disk_bytes,
     )
     events = [e for e in mem.events() if e.get("type", "harvest_event") == "harvest_event"]

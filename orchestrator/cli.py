@@ -328,7 +328,7 @@ def status(charter: str, as_json: bool, check: bool = False) -> None:
     click.echo(f"store:    {report.path}")
     click.echo(f"pages:    {report.pages}")
     click.echo(f"chunks:   {report.chunks}")
-    click.echo(f"model:    {report.model} (dim {report.dim})")
+    click.echo(f"model:    {report.model} (dim {report.dim}, {report.precision or 'no vectors yet'})")
     click.echo(f"disk:     {report.disk_bytes / 1e6:.2f} MB")
     if report.last_harvest:
         lh = report.last_harvest

@@ -136,6 +136,7 @@ def test_persist_keeps_store_and_status(local_site, make_charter, brt_home, embe
     status = json.loads(r.stdout)
     assert status["exists"] and status["pages"] >= 5 and status["chunks"] >= 5
     assert status["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert status["embedding_precision"] == "fp32"
     assert status["last_harvest"]["outcomes"]["stored"] == status["pages"]
     r = run("clean", charter, "--snapshot", tmp_path / "s.jsonl")
     assert r.exit_code == 0, r.output
