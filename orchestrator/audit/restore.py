@@ -1,12 +1,13 @@
 """``brt restore SNAPSHOT [--id NEW_ID]``: rebuild a charter's store from its snapshot so that ``search`` and
 ``synthesize`` run again.
 
-What comes back: the pages and chunk rows exactly as snapshotted (ids, URLs, dates, ``also_seen_at``, order),
-with their vectors, or re-embedded with the snapshot's model when it was written with ``--no-vectors``; the
-journal (harvest events and summaries, fingerprints included, so ``--refresh`` works), the concept index
-(the graph and its pointer rows as stored; rebuilt from the restored chunks when the snapshot holds no
-vectors), the charter versions and the last synthesis (``brt report CHARTER`` reads it), and the HAR beside
-the snapshot (so a later ``/clean`` writes it again). A ``restore`` record joins the journal.
+What comes back: the pages and chunk rows exactly as snapshotted (ids, URLs, dates, ``also_seen_at``, order), with
+their vectors, or re-embedded with the snapshot's model and precision (fp32 or int8; ``BRT_EMBED_BACKEND`` decides
+when set) when it was written with ``--no-vectors``; the journal (harvest events and summaries, fingerprints
+included, so ``--refresh`` works), the concept index (the graph and its pointer rows as stored; rebuilt from the
+restored chunks when the snapshot holds no vectors), the charter versions and the last synthesis (``brt report
+CHARTER`` reads it), and the HAR beside the snapshot (so a later ``/clean`` writes it again). A ``restore`` record
+joins the journal.
 
 The charter as harvested is written to a file (``--charter PATH``, default ``$BRT_HOME/charters/<id>.yaml``)
 with its ``id`` set to the restored id, so ``brt synthesize`` can run on it at once. The snapshot is verified
@@ -133,6 +134,8 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
           harvested: dict[str, Any] | None) -> RestoreResult:
     import numpy as np
 
+    from memory_store import ModelMismatch, get_embedder
+
     from .trail import CHARTER_FILE, write_synthesis
 
     dim = int(snap.manifest.get("embedding_dim") or 0)
@@ -146,6 +149,11 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
     if rows and all(isinstance(v, list) and len(v) == dim for v in have):
         vectors = np.asarray(have, dtype=np.float32)
     elif rows:
+        if precision:
+            try:  # at the snapshot's precision, unless BRT_EMBED_BACKEND asks for the other one
+                mem.use_embedder(get_embedder(mem.model_name, precision=precision))
+            except ModelMismatch:
+                log.warning("re-embedding %s as BRT_EMBED_BACKEND asks, not at %s", charter_id, precision)
         vectors = mem.embedder.embed_documents([r["text"] for r in rows])
         dim = int(vectors.shape[1])
         reembedded = len(rows)

@@ -139,7 +139,7 @@ def test_store_records_precision_and_never_mixes(brt_home, monkeypatch, embedder
 
 def test_store_records_int8_recipe_warns_on_another_and_restore_keeps_it(brt_home, monkeypatch, caplog, onnx_int8):
     """An int8 store records its vectors' recipe; a store of another (or an unrecorded) recipe gets one warning
-    per open, and still answers; a restore from its snapshot keeps precision and recipe."""
+    per open, and still answers; a restore from its snapshot keeps precision and recipe, also when it re-embeds."""
     from memory_store.model_export import RECIPE_INT8
     from orchestrator.audit.restore import restore
 
@@ -155,6 +155,10 @@ def test_store_records_int8_recipe_warns_on_another_and_restore_keeps_it(brt_hom
     again = Memory("r8_again")
     assert json.loads((again.path / "meta.json").read_text())["int8_recipe"] == RECIPE_INT8
     assert again.embedder.precision == "int8"  # auto follows the restored store: not taken for fp32
+    # without vectors in the snapshot: re-embedded at its precision, not at the default fp32
+    mem.snapshot(brt_home / "r8_novec.jsonl", include_vectors=False)
+    assert restore(brt_home / "r8_novec.jsonl", new_id="r8_novec", force=True).reembedded == 1
+    assert json.loads((Memory("r8_novec").path / "meta.json").read_text())["int8_recipe"] == RECIPE_INT8
     with caplog.at_level(logging.WARNING, logger="memory_store"):
         assert again.search("When should the largest paint happen?", k=1)
         assert not [r for r in caplog.records if "recipe" in r.getMessage()]
