@@ -99,12 +99,12 @@ def embedder_fits(meta: dict[str, Any] | None, path: Path, model: str, embedder:
             f"store {path} has {meta['dim']}-dimensional embeddings from {meta.get('model')!r}, but model "
             f"{embedder.name!r} produces {embedder.dim} dimensions"
         )
-    if precision != "int8" or (meta or {}).get("int8_recipe") == getattr(embedder, "recipe", None):
+    stored, current = (meta or {}).get("int8_recipe"), getattr(embedder, "recipe", None)
+    if precision != "int8" or stored == current:
         return None
-    stored = (meta or {}).get("int8_recipe")
     made = f"int8 recipe {stored!r}" if stored else "an earlier int8 recipe (not recorded)"
     return (
-        f"its vectors come from {made}, queries and new pages now from {getattr(embedder, 'recipe', None)!r}: "
+        f"its vectors come from {made}, queries and new pages now from {current!r}: "
         f"scores may shift a little (cosine about 0.996 between recipes); re-harvest into a new store for vectors "
         f"of one recipe"
     )

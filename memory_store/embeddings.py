@@ -143,7 +143,7 @@ class Embedder:
         onnx_file = exported.int8 if int8 else exported.fp32
         assert onnx_file is not None
         if int8:
-            self.recipe = str(exported.manifest.get("int8", {}).get("recipe") or "") or None
+            self.recipe = exported.manifest.get("int8", {}).get("recipe")
         self.pooling = _pooling_for(self.path, self.name)
         self.max_tokens = max_tokens_for_path(self.path) or 512
         self._onnx = OnnxEncoder(

@@ -257,7 +257,6 @@ class Memory:
         pre = _writes.embed_new(emb, chunked, known)
         with self.write_lock():
             meta = self._ensure_created(emb.dim, algo, emb.precision, getattr(emb, "recipe", None))
-            self._check_embedder(meta, emb)
             if meta.get("split_algo") and meta["split_algo"] != algo:
                 log.warning("store %s was chunked with %s, now %s", self._path, meta["split_algo"], algo)
             self._reconcile(inputs, chunked, removed=set(), algo=algo, vectors=pre)
