@@ -23,6 +23,8 @@ Deterministic rules, read from the question's wording (README, "Quote checks"):
   ``in``/``at``/``from``/``near``/``to``/``of``.
 - ``org``: which/what company, firm, agency, hospital, university, team, ...; carried by capitalised words or an
   acronym that do not open the sentence (none in a title-case line, where every word is capitalised).
+  ``names_asked_org`` asks more: a name beside the question's noun ("Chaoyang Hospital" for "which hospital",
+  "the ad agency Broadhead Co." for "which firm"; ``synthesize`` reaches beyond its margin for one).
 - ``term``: what is the term / name / word for ...; what is ... called / known as; what does ... stand for;
   carried by the words that give a name (``called``, ``known as``, ``termed``, ``named``, ``referred to as``,
   ``stands for``, ``short for``, ``dubbed``): the answer is the name they introduce.
@@ -118,7 +120,7 @@ _PLACE_Q = re.compile(
 )
 
 _ORG_Q = re.compile(
-    rf"\b(?:what|which|in\s+what|in\s+which|at\s+what|at\s+which|by\s+which|for\s+which)\s+{_MODIFIERS}(?:"
+    rf"\b(?:what|which|in\s+what|in\s+which|at\s+what|at\s+which|by\s+which|for\s+which)\s+{_MODIFIERS}(?P<noun>"
     r"company|companies|firm|firms|agency|agencies|organi[sz]ations?|group|groups|team|teams|band|newspaper|"
     r"network|publication|outlet|manufacturer|supplier|suppliers|maker|brand|airline|bank|university|"
     r"universities|school|college|hospital|clinic|institute|institution|observatory|telescope|party|club|studio|"
@@ -410,6 +412,54 @@ def carries(text: str, kind: AnswerType | None, question: str) -> bool:
             continue
         return True
     return False
+
+
+# A business is named beside any word for one: "Which advertising firm ...?" is answered by "the ad agency
+# Broadhead Co."
+_BUSINESS = frozenset(
+    "company companies firm firms agency agencies organisation organisations organization organizations group "
+    "groups".split()
+)
+_BUSINESS_WORDS = r"compan(?:y|ies)|firms?|agenc(?:y|ies)|corporations?|business(?:es)?|co|inc|corp|llc|ltd|plc"
+
+
+def _noun_forms(noun: str) -> str:
+    """A pattern for ``noun`` in the singular and the plural ("hospital" / "hospitals", "agency" / "agencies")."""
+    if noun in _BUSINESS:
+        return _BUSINESS_WORDS
+    one = noun[:-3] + "y" if noun.endswith("ies") else noun[:-1] if noun.endswith("s") and len(noun) > 3 else noun
+    many = one[:-1] + "ies" if one.endswith("y") else one + "es" if one.endswith(("s", "x", "ch", "sh")) else one + "s"
+    return f"{re.escape(one)}|{re.escape(many)}"
+
+
+def names_asked_org(text: str, question: str) -> bool:
+    """Whether ``text`` names an organisation of the kind ``question`` asks for ("which <noun>", an ``org``
+    question): a name that stands beside the question's noun ("Chaoyang Hospital", "the hospital Chaoyang",
+    "Broadhead, a Minneapolis agency"); for a business (company, firm, agency, group), beside any word for one
+    ("the ad agency Broadhead Co."). A name the question holds itself ("Beijing Hospital" for "which Beijing
+    hospital") does not count; neither does a capitalised word before a lower-case noun ("a Minneapolis-based
+    firm")."""
+    found = _ORG_Q.search(" ".join(question.split()))
+    if found is None:
+        return False
+    nouns = _noun_forms(found.group("noun").lower())
+    asked = _plain_words(question)
+    names = (
+        rf"((?:{_NAME_WORD}\s+)+)(?=[A-Z])(?i:{nouns})\b",  # "Chaoyang Hospital", "Broadhead Co."
+        rf"\b(?:{nouns})(?:\s+of)?,?\s+((?:{_NAME_WORD}\s*)+)",  # "the ad agency Broadhead"
+        rf"((?:{_NAME_WORD}\s*)+),\s+(?:a|an|the)\s+(?:[\w&'’-]+\s+){{0,5}}?(?i:{nouns})\b",  # "Broadhead, a ... firm"
+    )
+    for pattern in names:
+        for m in re.finditer(pattern, text):
+            words = _plain_words(m.group(1))
+            if words and not words <= asked:
+                return True
+    return False
+
+
+def _plain_words(text: str) -> set[str]:
+    """Lower-cased words less leading words and a plural ``s`` ("the Huguenots" -> {"huguenot"})."""
+    return {w.rstrip("s") or w for w in re.findall(r"\w+", text.lower()) if w not in _LEADING}
 
 
 _LEADING = frozenset(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory_store.clock import now
 
-from .answer_types import asked_type, carries, quantity_unstated, strict_type, typed_quotes
+from .answer_types import asked_type, carries, names_asked_org, quantity_unstated, strict_type, typed_quotes
 from .api import make_module_callable
 from .evidence import EvidenceBlock, Gap, SectionResult, Source, SynthesisResult, display_url
 from .legacy_quotes import QuoteChoice, choose_quote_in_context
@@ -278,7 +278,7 @@ def select_evidence(
     repeated, a quote inside an earlier block's quote of the same page is dropped, and a quote of the same page
     that holds an earlier block's quote and more replaces that block's quote (keeping its place; other blocks it
     holds go). At most ``k``. With the section's ``question``, a typed answer beyond the margin may come first
-    (``_typed_beyond_margin``)."""
+    (``_typed_beyond_margin``), and the organisation asked for second (``_named_beyond_margin``)."""
     kept = [
         c
         for c in candidates
@@ -293,7 +293,8 @@ def select_evidence(
     kept = sorted(kept, key=lambda c: -c.rank)
     if margin is not None and kept:
         within = [c for c in kept if c.rank >= kept[0].rank - margin]
-        kept = _typed_beyond_margin(question, kept, len(within)) + within
+        named = _named_beyond_margin(question, kept, len(within))
+        kept = _typed_beyond_margin(question, kept, len(within)) + within[:1] + named + within[1:]
     chosen: list[Candidate] = []
     for c in kept:
         if any(_widens(o, c) for o in chosen):  # its words are already a block's, from the same page
@@ -327,6 +328,22 @@ def _typed_beyond_margin(question: str | None, ranked: list[Candidate], within: 
         return []
     floor = max(FAR_COVERAGE, ranked[0].covers)
     return [c for c in ranked[within:] if c.covers >= floor and carries(c.choice.quote, kind, question)][:1]
+
+
+def _named_beyond_margin(question: str | None, ranked: list[Candidate], within: int) -> list[Candidate]:
+    """When ``question`` asks which organisation ("At which Beijing hospital ...?", "Which advertising firm
+    ...?") and none of the ``within`` best of ``ranked`` names one of that kind (``answer_types.names_asked_org``),
+    the best candidate beyond the margin that does and holds at least as much of the question's term weight as the
+    best block: the blocks within describe the subject while a passage further down names it ("a doctor at
+    Chaoyang Hospital where the patients were treated"). It comes second, after the best block: a name beside
+    the asked noun is a weaker cue than an amount or a date, and in Wikipedia prose (SQuAD) such names stand
+    everywhere ("the General Court" for "Which court is the highest ...?"), where the first place cost answer@1."""
+    if not question or asked_type(question) != "org":
+        return []
+    if any(names_asked_org(c.choice.quote, question) for c in ranked[:within]):
+        return []
+    floor = ranked[0].covers
+    return [c for c in ranked[within:] if c.covers >= floor and names_asked_org(c.choice.quote, question)][:1]
 
 
 def _widens(wide: Candidate, narrow: Candidate) -> bool:

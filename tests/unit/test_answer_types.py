@@ -9,6 +9,7 @@ from orchestrator.answer_types import (
     carries,
     expected_type,
     is_question,
+    names_asked_org,
     quantity_unstated,
     typed_quotes,
     typed_spans,
@@ -105,6 +106,30 @@ def test_organisation_questions_and_their_answers():
     assert not carries("Ad Agency Behind Meth Campaign Defends The Slogan", "org", q)
     # the question's own names are not its answer
     assert not carries("Critics mocked the slogan in South Dakota.", "org", "Which firm wrote the South Dakota slogan?")
+
+
+def test_a_name_beside_the_asked_organisation_noun():
+    hospital = "At which Beijing hospital were the married couple treated?"
+    assert names_asked_org("Li Jifeng, a doctor at Chaoyang Hospital where the patients were treated, wrote", hospital)
+    assert names_asked_org("They were moved to the hospital Chaoyang on Friday.", hospital)
+    assert names_asked_org("The Huguenot Hospital, a private hospital in the suburbs, took them.", hospital)
+    assert names_asked_org("Chaoyang, the district's largest hospital, admitted them.", hospital)
+    # the question's own name is not its answer; a hospital unnamed is no answer either
+    assert not names_asked_org("Beijing Hospital officials declined to comment.", hospital)
+    assert not names_asked_org("The couple were treated at a hospital in the city, The Post reported.", hospital)
+    firm = "Which advertising firm came up with the controversial South Dakota slogan?"
+    # a business is named beside any word for one
+    assert names_asked_org("The report says the Minneapolis ad agency Broadhead Co. came up with the campaign.", firm)
+    assert names_asked_org("Broadhead, a Minneapolis advertising agency, declined to comment.", firm)
+    assert names_asked_org("It was made by Broadhead Company for the state.", firm)
+    # a capitalised word before a lower-case noun describes it; a place before "agency" names no agency
+    assert not names_asked_org("The campaign was run by a Minneapolis-based firm with a budget of $449,000.", firm)
+    assert not names_asked_org("Spokane ad agencies were divided on the South Dakota campaign.", firm)
+    # plurals fold: the question's "Huguenots" is not the answer's name
+    group = "What group opposed the Huguenots?"
+    assert not names_asked_org("A small group of Huguenots settled on Staten Island.", group)
+    # not an organisation question: nothing is asked to be named
+    assert not names_asked_org("Chaoyang Hospital treated them.", "Why were the couple treated in Beijing?")
 
 
 def test_numbers_with_their_units_and_the_digits_of_dates():
