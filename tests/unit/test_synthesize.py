@@ -249,9 +249,9 @@ def test_terms_are_stems():
 
 
 def test_a_long_sentences_quote_keeps_the_words_around_the_questions_terms():
-    from orchestrator.quotes import choose_span, terms
+    from orchestrator.quotes import MAX_QUOTE_WORDS, choose_span, terms
 
-    filler = " ".join(f"and the expansion of cable network number {i}" for i in range(9))
+    filler = " ".join(f"and the expansion of cable network number {i}" for i in range(14))
     text = (
         "A second period of international expansion is linked to that of the sports network in the 1990s, "
         f"{filler}, although Disney also sold its 33% stake in Eurosport for $155 million in June 2000."
@@ -359,4 +359,27 @@ def test_a_typed_answer_beyond_the_margin_comes_first_and_the_subjects_restateme
     dated = cand("Health authorities confirmed the cases on Nov. 12, 2019.", 1.25, 0.30)
     assert select_evidence([lead, dated, answer], k=5, min_score=0.35, question=question) == [lead, dated]
     # a question that asks for no amount, date or number: the margin alone
+    assert select_evidence(ranked, k=5, min_score=0.35, question="Why was the couple quarantined?") == [lead, more]
+
+
+def test_the_organisation_asked_for_beyond_the_margin_comes_second():
+    from orchestrator.quotes import Quote
+
+    def cand(quote, rank, covers):
+        return Candidate(_Page("https://n.example/" + quote[:12]), Quote(quote), 0.6, True, rank, covers)
+
+    lead = cand("Three cases of plague have been diagnosed in China, sparking fears of an outbreak.", 1.37, 0.33)
+    more = cand("The patients, a husband and wife, are from Inner Mongolia.", 1.10, 0.13)
+    answer = cand("Li Jifeng, a doctor at Chaoyang Hospital where the patients were treated, wrote a post.", 0.55, 0.44)
+    thin = cand("Staff at Anzhen Hospital were told to wear masks.", 0.60, 0.10)  # a hospital, little of the question
+    ranked = [lead, more, thin, answer]
+    question = "At which Beijing hospital were the married couple with pneumonic plague treated?"
+    assert select_evidence(ranked, k=5, min_score=0.35) == [lead, more]  # the margin alone
+    # second, not first: the best block keeps its place
+    assert select_evidence(ranked, k=5, min_score=0.35, question=question) == [lead, answer, more]
+    assert select_evidence(ranked, k=2, min_score=0.35, question=question) == [lead, answer]
+    # a block within the margin names a hospital: nothing is reached for
+    named = cand("The couple were taken to Beijing's Chaoyang Hospital on Tuesday.", 1.20, 0.30)
+    assert select_evidence([lead, named, answer], k=5, min_score=0.35, question=question) == [lead, named]
+    # a question that asks for no organisation: the margin alone
     assert select_evidence(ranked, k=5, min_score=0.35, question="Why was the couple quarantined?") == [lead, more]
