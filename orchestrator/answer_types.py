@@ -343,6 +343,43 @@ def _unit_amounts(text: str, unit: str) -> list[str]:
     return [m.group(0) for m in re.finditer(pattern, text, re.IGNORECASE)]
 
 
+# "how many <noun>" (up to two words before it): the noun counted, when it is no unit of measure
+_COUNTED_STOP = (
+    r"(?:are|is|was|were|did|do|does|have|has|had|will|would|can|could|should|may|might|must|of|in|on|at|for|by|to|"
+    r"from|with|that|who|whom|which|be|been|the|a|an|and|or|per|each)\b"
+)
+_COUNTED_Q = re.compile(
+    rf"\bhow\s+many\s+(?:(?!{_COUNTED_STOP})[\w'’-]+\s+){{0,2}}?(?!{_COUNTED_STOP})([\w'’-]+)"
+    rf"(?=\s+{_COUNTED_STOP}|\s*[?,.]|$)",
+    re.IGNORECASE,
+)
+_COUNT = (
+    r"\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+    r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|"
+    r"billion|dozen"
+)
+
+
+def counted_noun(question: str) -> str | None:
+    """The noun a "how many" question counts ("In how many countries ...?" -> "countries"), or None (a unit of
+    measure is ``asked_unit``'s)."""
+    if not asks_quantity(question) or asked_unit(question):
+        return None
+    m = _COUNTED_Q.search(" ".join(question.split()))
+    return m.group(1).lower() if m else None
+
+
+def counts_asked(text: str, question: str) -> bool:
+    """Whether ``text`` counts what ``question`` asks how many of: a number, then up to two words, then the noun
+    ("in 14 countries", "22 new games"), not already in the question."""
+    noun = counted_noun(question)
+    if noun is None:
+        return False
+    pattern = rf"\b(?:{_COUNT})(?:[\s-]+[\w'’-]+){{0,2}}?[\s-]+(?:{_noun_forms(noun)})\b"
+    asked = " ".join(question.lower().split())
+    return any(" ".join(m.group(0).lower().split()) not in asked for m in re.finditer(pattern, text, re.IGNORECASE))
+
+
 def asks_quantity(question: str) -> bool:
     """Whether ``question`` asks how many or how much (its first wh-word): only a quantity answers it."""
     lead = _WH.search(question)

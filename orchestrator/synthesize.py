@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from memory_store.clock import now
 
-from .answer_types import asked_type, carries, names_asked_org, quantity_unstated, strict_type, typed_quotes
+from .answer_types import (
+    asked_type,
+    carries,
+    counts_asked,
+    names_asked_org,
+    quantity_unstated,
+    strict_type,
+    typed_quotes,
+)
 from .api import make_module_callable
 from .evidence import EvidenceBlock, Gap, SectionResult, Source, SynthesisResult, display_url
 from .legacy_quotes import QuoteChoice, choose_quote_in_context
@@ -321,13 +329,17 @@ def _typed_beyond_margin(question: str | None, ranked: list[Candidate], within: 
     and holds at least as much of the question's term weight as the best block (and FAR_COVERAGE): the blocks
     within restate the subject ("Health authorities in China's Inner Mongolia have confirmed ...") while a
     passage further down holds the answer ("The first two illnesses were confirmed on November 12."). It comes
-    first; the type rule (``section_evidence``) then drops the blocks that state no such type."""
+    first; the type rule (``section_evidence``) then drops the blocks that state no such type. A count of what a
+    "how many" question counts ("in 14 countries", ``answer_types.counts_asked``) needs FAR_COVERAGE only: the
+    block that restates the question holds more of its words than the one that answers it."""
     if not question or (kind := strict_type(question)) is None:
         return []
     if any(carries(c.choice.quote, kind, question) for c in ranked[:within]):
         return []
+    beyond = ranked[within:]
+    counted = [c for c in beyond if c.covers >= FAR_COVERAGE and counts_asked(c.choice.quote, question)]
     floor = max(FAR_COVERAGE, ranked[0].covers)
-    return [c for c in ranked[within:] if c.covers >= floor and carries(c.choice.quote, kind, question)][:1]
+    return (counted or [c for c in beyond if c.covers >= floor and carries(c.choice.quote, kind, question)])[:1]
 
 
 def _named_beyond_margin(question: str | None, ranked: list[Candidate], within: int) -> list[Candidate]:

@@ -7,6 +7,8 @@ from orchestrator.answer_types import (
     asked_unit,
     asks_quantity,
     carries,
+    counted_noun,
+    counts_asked,
     expected_type,
     is_question,
     names_asked_org,
@@ -106,6 +108,24 @@ def test_organisation_questions_and_their_answers():
     assert not carries("Ad Agency Behind Meth Campaign Defends The Slogan", "org", q)
     # the question's own names are not its answer
     assert not carries("Critics mocked the slogan in South Dakota.", "org", "Which firm wrote the South Dakota slogan?")
+
+
+def test_the_noun_a_how_many_question_counts():
+    countries = "In how many countries is Google's game streaming service available at launch?"
+    assert counted_noun(countries) == "countries"
+    assert counted_noun("How many concerts are scheduled on the reunion tour?") == "concerts"
+    assert counted_noun("How many new Nobel laureates were named?") == "laureates"
+    assert counted_noun("How many people who had been near him were quarantined?") == "people"
+    assert counted_noun("How many kilograms of payload can it carry?") is None  # a unit: asked_unit's
+    assert counted_noun("How much does it cost?") is None
+    assert counted_noun("Which countries have it?") is None
+    assert counts_asked("The editions launch tomorrow (November 19) in 14 countries, Google said.", countries)
+    assert counts_asked("It is available in two European countries.", countries)
+    assert counts_asked("Stadia launches in fourteen countries.", countries)
+    # a number that counts something else, or countries not counted, is no count of them
+    assert not counts_asked("Stadia Pro costs $9.99 a month and streams 4K in many countries.", countries)
+    assert not counts_asked("It launches with 22 games in the US and other countries.", countries)
+    assert not counts_asked("Stadia launches in 14 countries.", "Why did Stadia launch in Europe?")
 
 
 def test_a_name_beside_the_asked_organisation_noun():

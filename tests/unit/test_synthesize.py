@@ -360,6 +360,14 @@ def test_a_typed_answer_beyond_the_margin_comes_first_and_the_subjects_restateme
     assert select_evidence([lead, dated, answer], k=5, min_score=0.35, question=question) == [lead, dated]
     # a question that asks for no amount, date or number: the margin alone
     assert select_evidence(ranked, k=5, min_score=0.35, question="Why was the couple quarantined?") == [lead, more]
+    # a count of what is asked needs FAR_COVERAGE only: the restatement holds more of the question's words
+    countries = "In how many countries is Google's game streaming service available at launch?"
+    top = cand("Google's game streaming service, Stadia, launches without many promised features.", 1.21, 0.52)
+    price = cand("Google's game streaming service costs $9.99 a month for Stadia Pro.", 0.70, 0.52)
+    count = cand("The Stadia editions launch tomorrow in 14 countries.", 0.60, 0.45)
+    assert select_evidence([top, price, count], k=5, min_score=0.35, question=countries)[0] is count
+    thin = cand("Stadia launches in 14 countries.", 0.60, 0.20)  # under FAR_COVERAGE: the price, which holds more
+    assert select_evidence([top, price, thin], k=5, min_score=0.35, question=countries)[0] is price
 
 
 def test_the_organisation_asked_for_beyond_the_margin_comes_second():
