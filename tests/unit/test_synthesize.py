@@ -339,16 +339,18 @@ def test_a_page_names_what_was_asked_when_any_of_its_chunks_does():
     assert [c.hit.text for c in select_evidence(cands, k=5, min_score=0.35)] == [t for _, t in texts[:2]]
 
 
-def test_a_typed_answer_beyond_the_margin_comes_first_and_the_subjects_restatements_go():
+def _ranked(quote, rank, covers):
+    """A candidate with its rank and its share of the question's terms, as ``answer_candidates`` makes them."""
     from orchestrator.quotes import Quote
 
-    def cand(quote, rank, covers):
-        return Candidate(_Page("https://n.example/" + quote[:12]), Quote(quote), 0.6, True, rank, covers)
+    return Candidate(_Page("https://n.example/" + quote[:12]), Quote(quote), 0.6, True, rank, covers)
 
-    lead = cand("Health authorities have confirmed a third case of plague in the region.", 1.30, 0.10)
-    more = cand("Pneumonic plague is the most virulent of the three forms.", 1.20, 0.20)
-    answer = cand("The first two illnesses were confirmed on November 12.", 0.78, 0.35)
-    thin = cand("Several people died of plague in 2009.", 0.90, 0.10)  # a date, but little of the question
+
+def test_a_typed_answer_beyond_the_margin_comes_first_and_the_subjects_restatements_go():
+    lead = _ranked("Health authorities have confirmed a third case of plague in the region.", 1.30, 0.10)
+    more = _ranked("Pneumonic plague is the most virulent of the three forms.", 1.20, 0.20)
+    answer = _ranked("The first two illnesses were confirmed on November 12.", 0.78, 0.35)
+    thin = _ranked("Several people died of plague in 2009.", 0.90, 0.10)  # a date, but little of the question
     ranked = [lead, more, thin, answer]
     question = "On what date were the couple's plague infections officially confirmed?"
     assert select_evidence(ranked, k=5, min_score=0.35) == [lead, more]  # the margin alone
@@ -356,30 +358,25 @@ def test_a_typed_answer_beyond_the_margin_comes_first_and_the_subjects_restateme
     assert chosen == [answer, lead, more]
     assert section_evidence(question, chosen) == ([answer], None)
     # a block within the margin states a date: nothing is reached for
-    dated = cand("Health authorities confirmed the cases on Nov. 12, 2019.", 1.25, 0.30)
+    dated = _ranked("Health authorities confirmed the cases on Nov. 12, 2019.", 1.25, 0.30)
     assert select_evidence([lead, dated, answer], k=5, min_score=0.35, question=question) == [lead, dated]
     # a question that asks for no amount, date or number: the margin alone
     assert select_evidence(ranked, k=5, min_score=0.35, question="Why was the couple quarantined?") == [lead, more]
     # a count of what is asked needs FAR_COVERAGE only: the restatement holds more of the question's words
     countries = "In how many countries is Google's game streaming service available at launch?"
-    top = cand("Google's game streaming service, Stadia, launches without many promised features.", 1.21, 0.52)
-    price = cand("Google's game streaming service costs $9.99 a month for Stadia Pro.", 0.70, 0.52)
-    count = cand("The Stadia editions launch tomorrow in 14 countries.", 0.60, 0.45)
+    top = _ranked("Google's game streaming service, Stadia, launches without many promised features.", 1.21, 0.52)
+    price = _ranked("Google's game streaming service costs $9.99 a month for Stadia Pro.", 0.70, 0.52)
+    count = _ranked("The Stadia editions launch tomorrow in 14 countries.", 0.60, 0.45)
     assert select_evidence([top, price, count], k=5, min_score=0.35, question=countries)[0] is count
-    thin = cand("Stadia launches in 14 countries.", 0.60, 0.20)  # under FAR_COVERAGE: the price, which holds more
+    thin = _ranked("Stadia launches in 14 countries.", 0.60, 0.20)  # under FAR_COVERAGE: the price, which holds more
     assert select_evidence([top, price, thin], k=5, min_score=0.35, question=countries)[0] is price
 
 
 def test_the_organisation_asked_for_beyond_the_margin_comes_second():
-    from orchestrator.quotes import Quote
-
-    def cand(quote, rank, covers):
-        return Candidate(_Page("https://n.example/" + quote[:12]), Quote(quote), 0.6, True, rank, covers)
-
-    lead = cand("Three cases of plague have been diagnosed in China, sparking fears of an outbreak.", 1.37, 0.33)
-    more = cand("The patients, a husband and wife, are from Inner Mongolia.", 1.10, 0.13)
-    answer = cand("Li Jifeng, a doctor at Chaoyang Hospital where the patients were treated, wrote a post.", 0.55, 0.44)
-    thin = cand("Staff at Anzhen Hospital were told to wear masks.", 0.60, 0.10)  # a hospital, little of the question
+    lead = _ranked("Three cases of plague have been diagnosed in China, sparking fears of an outbreak.", 1.37, 0.33)
+    more = _ranked("The patients, a husband and wife, are from Inner Mongolia.", 1.10, 0.13)
+    answer = _ranked("Li Jifeng, a doctor at Chaoyang Hospital where the patients were treated, wrote.", 0.55, 0.44)
+    thin = _ranked("Staff at Anzhen Hospital wore masks.", 0.60, 0.10)  # a hospital, little of the question
     ranked = [lead, more, thin, answer]
     question = "At which Beijing hospital were the married couple with pneumonic plague treated?"
     assert select_evidence(ranked, k=5, min_score=0.35) == [lead, more]  # the margin alone
@@ -387,7 +384,7 @@ def test_the_organisation_asked_for_beyond_the_margin_comes_second():
     assert select_evidence(ranked, k=5, min_score=0.35, question=question) == [lead, answer, more]
     assert select_evidence(ranked, k=2, min_score=0.35, question=question) == [lead, answer]
     # a block within the margin names a hospital: nothing is reached for
-    named = cand("The couple were taken to Beijing's Chaoyang Hospital on Tuesday.", 1.20, 0.30)
+    named = _ranked("The couple were taken to Beijing's Chaoyang Hospital on Tuesday.", 1.20, 0.30)
     assert select_evidence([lead, named, answer], k=5, min_score=0.35, question=question) == [lead, named]
     # a question that asks for no organisation: the margin alone
     assert select_evidence(ranked, k=5, min_score=0.35, question="Why was the couple quarantined?") == [lead, more]
