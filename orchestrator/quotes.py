@@ -50,12 +50,14 @@ W_LEXICAL = 0.15
 # (0.25: 0.772), while 0.30 for claims lost SciFact p@1 (BENCHMARKS.md, "Evidence that answers").
 W_LEXICAL_QUESTION = 0.35
 W_TYPE = 0.10
-# A quote's longest: two long news sentences (30-40 words each) must fit, or a sentence that restates the question
-# never grows into the one beside it that answers ("... contacted by the office of the NYAG, Letitia James." before
-# "We received an inquiry from the office of the New York State Attorney General ..."). 80 against 60: news
-# answer@k 0.897 -> 0.936, SQuAD held out 0.915 -> 0.923, 47 -> 53 words a quote on average; 70 lost SQuAD held-out
-# answers, 90 and 100 quote more still at more words (BENCHMARKS.md "Stop 31").
+# A quote's longest, for a question: two long news sentences (30-40 words each) must fit, or a sentence that
+# restates the question never grows into the one beside it that answers ("... contacted by the office of the NYAG,
+# Letitia James." before "We received an inquiry from the office of the New York State Attorney General ...").
+# 80 against 60: news answer@k 0.897 -> 0.936, SQuAD held out 0.915 -> 0.923, 47 -> 53 words a quote on average;
+# 70 lost SQuAD held-out answers, 90 and 100 quote more still at more words. A claim's quote keeps 60: the
+# sentence that states a claim is its evidence, and 80 cost SciFact p@1 2 of 300 (BENCHMARKS.md "Stop 31").
 MAX_QUOTE_WORDS = 80
+MAX_CLAIM_QUOTE_WORDS = 60
 # A quote shorter than this grows into its better-ranked neighbour: the sentence that matches the question best
 # often restates its subject while the next (or previous) one holds the answer. 40 words (about two sentences)
 # measured against 15, 25 and 30 on SQuAD and SciFact (BENCHMARKS.md, "Evidence that answers").
@@ -217,18 +219,19 @@ def choose_span(
     want_type: bool = False,
     barred: range = range(0),
     focus: frozenset[str] = frozenset(),
+    max_words: int = MAX_QUOTE_WORDS,
 ) -> Quote:
     """The quote of one chunk: its best-ranked prose sentence, grown into a neighbour that carries the expected
     type when the best one does not, and with its better-ranked neighbours while the quote is under
-    MIN_QUOTE_WORDS words; never across a heading or from one list item into the next; at most MAX_QUOTE_WORDS
-    words (a longer one keeps the MAX_QUOTE_WORDS words that hold most of the ``focus`` terms, the question's:
+    MIN_QUOTE_WORDS words; never across a heading or from one list item into the next; at most ``max_words``
+    words (a longer one keeps the ``max_words`` words that hold most of the ``focus`` terms, the question's:
     the answer of a long sentence may stand at its end). A heading is quoted itself only when it carries the
     expected type and out-ranks every sentence; a heading that out-ranks every sentence by HEADING_MARGIN
     otherwise points at the prose under it (the quote then ranks as its heading). Sentences in ``barred``
     (another quote's) are left out."""
     if not spans:
         words = text.split()
-        return Quote(" ".join(words[:MAX_QUOTE_WORDS]) + (" …" if len(words) > MAX_QUOTE_WORDS else ""))
+        return Quote(" ".join(words[:max_words]) + (" …" if len(words) > max_words else ""))
     # a short line right after a colon is what the colon introduces (a list of dates, of names), not a heading
     heading = [
         is_heading(text[a:b]) and not (i > 0 and text[spans[i - 1][0] : spans[i - 1][1]].rstrip().endswith(":"))
@@ -270,7 +273,7 @@ def choose_span(
         for j, nxt in ((hi + 1, True), (lo - 1, False)):
             if 0 <= j < len(spans) and typed[j] and joinable(j, nxt):
                 a, b = (lo, j) if nxt else (j, hi)
-                if words(a, b) <= MAX_QUOTE_WORDS:
+                if words(a, b) <= max_words:
                     lo, hi, has_type = a, b, True
                     break
     # a sentence that ends in a colon introduces what follows it ("The tour's dates:", then the list): the
@@ -279,7 +282,7 @@ def choose_span(
         text[spans[hi][0] : spans[hi][1]].rstrip().endswith(":")
         and hi + 1 < len(spans)
         and hi + 1 not in barred
-        and words(lo, hi + 1) <= MAX_QUOTE_WORDS
+        and words(lo, hi + 1) <= max_words
     ):
         hi += 1
         has_type = has_type or typed[hi]
@@ -290,7 +293,7 @@ def choose_span(
             options.append((rank[lo - 1], lo - 1, hi))
         if hi < len(spans) - 1 and joinable(hi + 1, True):
             options.append((rank[hi + 1], lo, hi + 1))
-        options = [o for o in options if words(o[1], o[2]) <= MAX_QUOTE_WORDS]
+        options = [o for o in options if words(o[1], o[2]) <= max_words]
         if not options:
             break
         _, lo, hi = max(options)
@@ -300,7 +303,7 @@ def choose_span(
         marker = LIST_MARKER.match(text[start : spans[lo][1]])
         if marker:
             start += marker.end()
-        quote, cut_head = _window(collapse(text[start : spans[hi][1]]), focus)
+        quote, cut_head = _window(collapse(text[start : spans[hi][1]]), focus, max_words)
         if cut_head or (lo > 0 and not (text[start].isupper() or text[start].isdigit() or text[start] in _OPENERS)):
             quote = "… " + quote
         title = owner[lo]
@@ -319,12 +322,12 @@ def choose_span(
 _OPENERS = "\"“‘'([$€£"
 
 
-def _window(quote: str, focus: frozenset[str]) -> tuple[str, bool]:
-    """``quote`` cut to MAX_QUOTE_WORDS words ("…" where cut), and whether its head was cut: the window is
+def _window(quote: str, focus: frozenset[str], max_words: int) -> tuple[str, bool]:
+    """``quote`` cut to ``max_words`` words ("…" where cut), and whether its head was cut: the window is
     centred on the shortest run of words that holds the most distinct ``focus`` terms (the question's: the
     answer stands beside them), the head when it holds none."""
     words = quote.split()
-    if len(words) <= MAX_QUOTE_WORDS:
+    if len(words) <= max_words:
         return quote, False
     held = [set(terms(w)) & focus for w in words]
     want = len(set().union(*held))
@@ -339,9 +342,9 @@ def _window(quote: str, focus: frozenset[str]) -> tuple[str, bool]:
                     if j - i < run[1] - run[0]:
                         run = (i, j)
                     break
-        spare = MAX_QUOTE_WORDS - (run[1] - run[0] + 1)
-        first = min(max(0, run[0] - spare // 2), len(words) - MAX_QUOTE_WORDS)
-    end = first + MAX_QUOTE_WORDS
+        spare = max_words - (run[1] - run[0] + 1)
+        first = min(max(0, run[0] - spare // 2), len(words) - max_words)
+    end = first + max_words
     return " ".join(words[first:end]) + (" …" if end < len(words) else ""), first > 0
 
 
@@ -378,6 +381,7 @@ def quote_hits(
     kind: AnswerType | None = expected_type(question)
     asks = is_question(question)
     w_lexical = W_LEXICAL_QUESTION if asks else W_LEXICAL
+    limit = MAX_QUOTE_WORDS if asks else MAX_CLAIM_QUOTE_WORDS
     all_spans = [split(h.text) for h in hits]
     flat = [h.text[a:b] for h, spans in zip(hits, all_spans, strict=True) for a, b in spans]
     if not flat:
@@ -393,7 +397,7 @@ def quote_hits(
     for h, spans in zip(hits, all_spans, strict=True):
         end = pos + len(spans)
         args = (h.text, spans, rank[pos:end])
-        first = choose_span(*args, typed=typed[pos:end], want_type=kind is not None, focus=focus)
+        first = choose_span(*args, typed=typed[pos:end], want_type=kind is not None, focus=focus, max_words=limit)
         second = (
             second_span(*args, typed=typed[pos:end], want_type=kind is not None, first=first, focus=focus)
             if asks

@@ -257,6 +257,33 @@ def test_the_answer_three_sentences_from_the_restating_one_is_a_second_block(emb
     assert len([q for q, _ in quotes if not q.is_core]) == 1
 
 
+_INQUIRY = (
+    "Shares of its largest investor fell four percent in Tokyo trading. The company, which is expected to lay off "
+    "thousands of employees beginning this week as it faces ballooning losses, confirmed on Monday that it had been "
+    "contacted by the office of the state attorney general, Letitia James. \u201cWe received an inquiry from the "
+    "office of the New York State Attorney General and are cooperating in the matter,\u201d a company spokesperson "
+    "said when contacted by reporters on Monday."
+)
+
+
+def test_a_questions_quote_holds_two_long_sentences_a_claims_stays_shorter(embedder):
+    from orchestrator.quotes import MAX_CLAIM_QUOTE_WORDS, MAX_QUOTE_WORDS
+
+    question = "Who heads the state law-enforcement office that has opened an inquiry into the company?"
+    ((quote, _), *_), = quote_hits(
+        question, [_Hit(_INQUIRY)], SentenceVectors(embedder), embedder.embed_queries([question])[0],
+        split=split_sentences,
+    )
+    # the spokesperson's sentence restates the question; the one before it, too long to join under 60 words, answers
+    assert "Letitia James" in quote.quote and "We received an inquiry" in quote.quote
+    assert MAX_CLAIM_QUOTE_WORDS < len(quote.quote.split()) <= MAX_QUOTE_WORDS
+    claim = "The state attorney general's office opened an inquiry into the company."
+    ((quote, _), *_), = quote_hits(
+        claim, [_Hit(_INQUIRY)], SentenceVectors(embedder), embedder.embed_queries([claim])[0], split=split_sentences
+    )
+    assert len(quote.quote.split()) <= MAX_CLAIM_QUOTE_WORDS
+
+
 _ROWING = (
     "Norrvik rowing club ranked 9th in the national regatta series for the 2006 season. "
     "Norrvik was also a regional powerhouse in rowing. "
