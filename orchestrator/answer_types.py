@@ -343,6 +343,24 @@ def _unit_amounts(text: str, unit: str) -> list[str]:
     return [m.group(0) for m in re.finditer(pattern, text, re.IGNORECASE)]
 
 
+# A business is named beside any word for one: "Which advertising firm ...?" is answered by "the ad agency
+# Broadhead Co."
+_BUSINESS = frozenset(
+    "company companies firm firms agency agencies organisation organisations organization organizations group "
+    "groups".split()
+)
+_BUSINESS_WORDS = r"compan(?:y|ies)|firms?|agenc(?:y|ies)|corporations?|business(?:es)?|co|inc|corp|llc|ltd|plc"
+
+
+def _noun_forms(noun: str) -> str:
+    """A pattern for ``noun`` in the singular and the plural ("hospital" / "hospitals", "agency" / "agencies")."""
+    if noun in _BUSINESS:
+        return _BUSINESS_WORDS
+    one = noun[:-3] + "y" if noun.endswith("ies") else noun[:-1] if noun.endswith("s") and len(noun) > 3 else noun
+    many = one[:-1] + "ies" if one.endswith("y") else one + "es" if one.endswith(("s", "x", "ch", "sh")) else one + "s"
+    return f"{re.escape(one)}|{re.escape(many)}"
+
+
 # "how many <noun>" (up to two words before it): the noun counted, when it is no unit of measure
 _COUNTED_STOP = (
     r"(?:are|is|was|were|did|do|does|have|has|had|will|would|can|could|should|may|might|must|of|in|on|at|for|by|to|"
@@ -449,24 +467,6 @@ def carries(text: str, kind: AnswerType | None, question: str) -> bool:
             continue
         return True
     return False
-
-
-# A business is named beside any word for one: "Which advertising firm ...?" is answered by "the ad agency
-# Broadhead Co."
-_BUSINESS = frozenset(
-    "company companies firm firms agency agencies organisation organisations organization organizations group "
-    "groups".split()
-)
-_BUSINESS_WORDS = r"compan(?:y|ies)|firms?|agenc(?:y|ies)|corporations?|business(?:es)?|co|inc|corp|llc|ltd|plc"
-
-
-def _noun_forms(noun: str) -> str:
-    """A pattern for ``noun`` in the singular and the plural ("hospital" / "hospitals", "agency" / "agencies")."""
-    if noun in _BUSINESS:
-        return _BUSINESS_WORDS
-    one = noun[:-3] + "y" if noun.endswith("ies") else noun[:-1] if noun.endswith("s") and len(noun) > 3 else noun
-    many = one[:-1] + "ies" if one.endswith("y") else one + "es" if one.endswith(("s", "x", "ch", "sh")) else one + "s"
-    return f"{re.escape(one)}|{re.escape(many)}"
 
 
 def names_asked_org(text: str, question: str) -> bool:
