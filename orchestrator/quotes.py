@@ -357,6 +357,7 @@ def second_span(
     want_type: bool,
     first: Quote,
     focus: frozenset[str] = frozenset(),
+    max_words: int = MAX_QUOTE_WORDS,
 ) -> Quote | None:
     """The chunk's second quote: chosen as ``choose_span`` chooses, among the sentences outside ``first`` and
     never growing into it, when the best of them ranks within SECOND_QUOTE_MARGIN of ``first``; else None."""
@@ -364,7 +365,9 @@ def second_span(
     rest = [i for i in range(len(spans)) if i not in barred]
     if not barred or not rest or max(rank[i] for i in rest) < first.rank - SECOND_QUOTE_MARGIN:
         return None
-    return choose_span(text, spans, rank, typed=typed, want_type=want_type, barred=barred, focus=focus)
+    return choose_span(
+        text, spans, rank, typed=typed, want_type=want_type, barred=barred, focus=focus, max_words=max_words
+    )
 
 
 def quote_hits(
@@ -399,7 +402,9 @@ def quote_hits(
         args = (h.text, spans, rank[pos:end])
         first = choose_span(*args, typed=typed[pos:end], want_type=kind is not None, focus=focus, max_words=limit)
         second = (
-            second_span(*args, typed=typed[pos:end], want_type=kind is not None, first=first, focus=focus)
+            second_span(
+                *args, typed=typed[pos:end], want_type=kind is not None, first=first, focus=focus, max_words=limit
+            )
             if asks
             else None
         )
