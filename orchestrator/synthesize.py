@@ -336,10 +336,9 @@ def _typed_beyond_margin(question: str | None, ranked: list[Candidate], within: 
         return []
     if any(carries(c.choice.quote, kind, question) for c in ranked[:within]):
         return []
-    beyond = ranked[within:]
-    counted = [c for c in beyond if c.covers >= FAR_COVERAGE and counts_asked(c.choice.quote, question)]
-    floor = max(FAR_COVERAGE, ranked[0].covers)
-    return (counted or [c for c in beyond if c.covers >= floor and carries(c.choice.quote, kind, question)])[:1]
+    beyond, floor = ranked[within:], max(FAR_COVERAGE, ranked[0].covers)
+    counted = _best_beyond(beyond, FAR_COVERAGE, lambda quote: counts_asked(quote, question))
+    return counted or _best_beyond(beyond, floor, lambda quote: carries(quote, kind, question))
 
 
 def _named_beyond_margin(question: str | None, ranked: list[Candidate], within: int) -> list[Candidate]:
@@ -354,8 +353,13 @@ def _named_beyond_margin(question: str | None, ranked: list[Candidate], within: 
         return []
     if any(names_asked_org(c.choice.quote, question) for c in ranked[:within]):
         return []
-    floor = ranked[0].covers
-    return [c for c in ranked[within:] if c.covers >= floor and names_asked_org(c.choice.quote, question)][:1]
+    return _best_beyond(ranked[within:], ranked[0].covers, lambda quote: names_asked_org(quote, question))
+
+
+def _best_beyond(beyond: list[Candidate], floor: float, holds: Callable[[str], bool]) -> list[Candidate]:
+    """The first of ``beyond`` (candidates past the margin, best rank first) whose quote ``holds`` the answer's
+    cue and that holds at least ``floor`` of the question's term weight, as a list of one; else empty."""
+    return [c for c in beyond if c.covers >= floor and holds(c.choice.quote)][:1]
 
 
 def _widens(wide: Candidate, narrow: Candidate) -> bool:
