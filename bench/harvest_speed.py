@@ -14,6 +14,12 @@ URLs).
 embed-alone baseline. ``--block-resources`` sets the charter's list for the main harvests (default: the charter's
 default, images, media and fonts).
 
+``--cpu-account``: the CPU seconds of this process and of every process under it (Playwright's node driver,
+Chromium's browser, renderer, GPU and utility processes), sampled every 0.5 s, over the first harvest and over
+the embed-alone baseline. From them, a floor for the ratio on this machine: the browser side's CPU plus the
+embedding's CPU alone, spread over every core, against the embed-alone wall time. No pipeline on this machine
+can reach a ratio below it, however well it overlaps its stages.
+
     .venv/bin/python bench/harvest_speed.py --eval-dir ../shared/eval
 """
 
@@ -61,6 +67,87 @@ class _Timer:
                         pass
 
         return inner
+
+
+class _CpuAccount:
+    """CPU seconds of this process and its descendants by kind, sampled every 0.5 s in a thread (a process that
+    exits between samples loses at most its last 0.5 s, so the account errs low)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        import psutil
+
+        self._psutil = psutil
+        self._me = psutil.Process()
+        self._last: dict[int, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _kind(self, proc) -> str:
+        if proc.pid == self._me.pid:
+            return "python"
+        name = proc.name().lower()
+        if "chrom" in name or "headless_shell" in name:
+            cmd = " ".join(proc.cmdline())
+            kind = cmd.split("--type=", 1)[1].split()[0] if "--type=" in cmd else "browser"
+            return f"chromium {kind}"
+        return "node" if "node" in name else f"other ({name})"
+
+    def _sample(self) -> None:
+        ps = self._psutil
+        try:
+            procs = [self._me, *self._me.children(recursive=True)]
+        except ps.Error:
+            return
+        for proc in procs:
+            try:
+                kind, cpu = self._kind(proc), proc.cpu_times()
+            except ps.Error:
+                continue
+            with self._lock:
+                self._last[proc.pid] = (kind, cpu.user + cpu.system)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self._sample()
+
+    def totals(self) -> dict[int, tuple[str, float]]:
+        """Every process seen so far, with its kind and CPU seconds at its last sample (taken now)."""
+        self._sample()
+        with self._lock:
+            return dict(self._last)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @staticmethod
+    def between(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
+        """CPU seconds spent between two ``totals()``, summed by kind."""
+        spent: dict[str, float] = {}
+        for pid, (kind, cpu) in after.items():
+            gone = before.get(pid, (kind, 0.0))[1]
+            spent[kind] = spent.get(kind, 0.0) + max(0.0, cpu - gone)
+        return {k: round(v, 1) for k, v in sorted(spent.items())}
+
+
+def cpu_floor(harvest_cpu: dict[str, float], embed_alone_cpu: float, embed_alone_s: float) -> dict:
+    """The lowest ratio harvest_wall / embed_alone this machine allows: the browser side's CPU (every process
+    but this one) and the embedding's CPU alone, run on every core at once with nothing else."""
+    browser_side = sum(v for k, v in harvest_cpu.items() if k != "python")
+    cores = os.cpu_count() or 1
+    floor_s = (browser_side + embed_alone_cpu) / cores
+    return {
+        "browser_side_cpu_s": round(browser_side, 1),
+        "embed_alone_cpu_s": round(embed_alone_cpu, 1),
+        "cores": cores,
+        "floor_wall_s": round(floor_s, 1),
+        "ratio_floor": round(floor_s / embed_alone_s, 2) if embed_alone_s else None,
+        "browser_side_alone_ratio": round(browser_side / cores / embed_alone_s, 2) if embed_alone_s else None,
+    }
 
 
 def _ev(event, key: str, default=None):
@@ -145,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
         help="also time a first harvest with text mode off (block_resources: []) in the same run",
     )
     ap.add_argument("--skip-refresh", action="store_true", help="time the first harvest(s) only")
+    ap.add_argument(
+        "--cpu-account", action="store_true", help="CPU seconds by process kind, and the ratio's floor on this machine"
+    )
     ap.add_argument("--json-out", default=None)
     ap.add_argument("--keep-tmp", action="store_true")
     args = ap.parse_args(argv)
@@ -218,7 +308,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench]   {text_off['wall_s']} s, {text_off['outcomes']}", file=sys.stderr)
         load_first = [round(x, 2) for x in os.getloadavg()]
         print(f"[bench] first harvest of {len(pages)} pages (load average {load_first}) ...", file=sys.stderr)
+        account = _CpuAccount() if args.cpu_account else None
+        cpu_marks = [account.totals()] if account else []
         first = run_harvest(charter, har, memory, refresh=False, embed_t=embed_t, chunk_t=chunk_t)
+        if account:
+            cpu_marks.append(account.totals())
         first["loadavg_at_start"] = load_first
         first["block_resources"] = list(charter.harvest.block_resources)
         print(f"[bench]   {first['wall_s']} s, {first['outcomes']}", file=sys.stderr)
@@ -230,6 +324,13 @@ def main(argv: list[str] | None = None) -> int:
         original_embed(texts)
         embed_alone = time.monotonic() - t0
         embedder.embed_documents = embed_t.wrap(original_embed, count_arg=True)
+        cpu = None
+        if account:
+            cpu_marks.append(account.totals())
+            account.close()
+            harvest_cpu = _CpuAccount.between(cpu_marks[0], cpu_marks[1])
+            embed_cpu = _CpuAccount.between(cpu_marks[1], cpu_marks[2]).get("python", 0.0)
+            cpu = {"first_harvest": harvest_cpu, **cpu_floor(harvest_cpu, embed_cpu, embed_alone)}
         print(f"[bench] embed alone: {len(texts)} chunks in {embed_alone:.2f} s", file=sys.stderr)
 
         second = None
@@ -290,6 +391,14 @@ def main(argv: list[str] | None = None) -> int:
             f"harvest_wall / embed_alone = {ratio:.2f} (target <= {TARGET_RATIO}) -> "
             f"{'reached' if ratio is not None and ratio <= TARGET_RATIO else 'MISSED'}"
         )
+        if cpu is not None:
+            print(
+                f"CPU seconds over the first harvest: {cpu['first_harvest']}; embedding alone "
+                f"{cpu['embed_alone_cpu_s']} CPU-s. Floor on {cpu['cores']} cores: (browser side "
+                f"{cpu['browser_side_cpu_s']} + embedding {cpu['embed_alone_cpu_s']}) / {cpu['cores']} = "
+                f"{cpu['floor_wall_s']} s -> ratio >= {cpu['ratio_floor']} (the browser side alone: "
+                f"{cpu['browser_side_alone_ratio']})"
+            )
         if ratio_off is not None:
             print(
                 f"text mode off: harvest_wall / embed_alone = {ratio_off:.2f}; text mode on/off wall = "
@@ -326,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
             if third and third["wall_s"]
             else None,
             "ratio_harvest_over_embed": round(ratio, 3) if ratio else None,
+            "cpu_account": cpu,
             "speedup_first_over_second": round(speedup, 3) if speedup else None,
             "target": {"ratio_max": TARGET_RATIO, "speedup_min": TARGET_SPEEDUP, "second_chunks_embedded": 0},
             "reached": {
