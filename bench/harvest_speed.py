@@ -16,9 +16,10 @@ default, images, media and fonts).
 
 ``--cpu-account``: the CPU seconds of this process and of every process under it (Playwright's node driver,
 Chromium's browser, renderer, GPU and utility processes), sampled every 0.5 s, over the first harvest and over
-the embed-alone baseline. From them, a floor for the ratio on this machine: the browser side's CPU plus the
-embedding's CPU alone, spread over every core, against the embed-alone wall time. No pipeline on this machine
-can reach a ratio below it, however well it overlaps its stages.
+the embed-alone baseline (with its read of the chunk texts back from the store, a fraction of a second). From
+them, a floor for the ratio on this machine: the browser side's CPU plus the embedding's CPU alone, spread over
+every core, against the embed-alone wall time. No pipeline on this machine can reach a ratio below it, however
+well it overlaps its stages.
 
     .venv/bin/python bench/harvest_speed.py --eval-dir ../shared/eval
 """
