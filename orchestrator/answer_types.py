@@ -27,7 +27,8 @@ Deterministic rules, read from the question's wording (README, "Quote checks"):
   "the ad agency Broadhead Co." for "which firm"; ``synthesize`` reaches beyond its margin for one).
 - ``term``: what is the term / name / word for ...; what is ... called / known as; what does ... stand for;
   carried by the words that give a name (``called``, ``known as``, ``termed``, ``named``, ``referred to as``,
-  ``stands for``, ``short for``, ``dubbed``): the answer is the name they introduce.
+  ``stands for``, ``short for``, ``dubbed``): the answer is the name they introduce. What an acronym stands for
+  (``asked_acronym``) is answered more exactly by words whose initials spell it (``expands_acronym``).
 
 The question's first wh-word decides first: how → currency or number (a date for "how long ago"), who / whom /
 whose → person, when → date, where → place, why → none (a later "who" often opens a relative clause: "How many
@@ -490,6 +491,62 @@ def names_asked_org(text: str, question: str) -> bool:
         for m in re.finditer(pattern, text):
             words = _plain_words(m.group(1))
             if words and not words <= asked:
+                return True
+    return False
+
+
+_ACRONYM = r"(?=(?:[a-z]*[A-Z]){2})[A-Za-z]{2,10}"  # two capitals or more: "UMC", "vBNS"
+_ACRONYM_Q = re.compile(
+    rf"(?<![\w'’])(?P<a>{_ACRONYM})[\"”'’]?(?:\s+(?i:acronym|abbreviation|initials))?"
+    rf"\s+(?i:stands?|stood|(?:is\s+|was\s+)?short)\s+(?i:for)\b"  # "UMC stand for", "the AFC short for"
+    rf"|\b(?i:acronym|abbreviation|initials)\s+[\"“'‘]?(?P<b>{_ACRONYM})(?![\w'’])"  # "the acronym TGIF"
+)
+_EXPANSION_WORD = re.compile(r"[^\W\d_][\w'’]*")  # a hyphen or a slash parts words: "Command/Service Module"
+_INNER_WORDS = frozenset("and of in de du des la le the for on to".split())
+
+
+def asked_acronym(question: str) -> str | None:
+    """The acronym whose expansion ``question`` asks for ("What does UMC stand for?", "What is the AFC short
+    for?", "What did the LMP acronym stand for ...?", "the acronym TGIF"): a word of two capitals or more
+    before "stand(s) for" / "short for", or after "acronym" ("Who stands for election to the NHS board?" asks
+    none)."""
+    found = _ACRONYM_Q.search(question)
+    return (found.group("a") or found.group("b")) if found else None
+
+
+def expands_acronym(text: str, acronym: str) -> bool:
+    """Whether ``text`` spells out ``acronym``: consecutive words whose initials are its letters ("United
+    Methodist Church" for UMC, "Time and Relative Dimension in Space" for TARDIS, "Front Islamique de Salut" for
+    FIS), small words inside ("and", "of", "de", ...) counted or skipped, the first and last word not small, the
+    others capitalised. Words in lower case, and a two-letter acronym, which chance spells too often ("from Iraq
+    and Syria" for FIS), count only beside the acronym in brackets ("alternating current (AC)", "AC (alternating
+    current)")."""
+    letters = [c.lower() for c in acronym if c.isalpha()]
+    words = list(_EXPANSION_WORD.finditer(text))
+    low = [w.group(0).lower() for w in words]
+
+    def ends(i: int, j: int) -> list[int]:  # word indices where a spelling of letters[j:] from word i can end
+        if i >= len(words) or low[i][0] != letters[j]:
+            skip = j > 0 and i < len(words) and low[i] in _INNER_WORDS
+            return ends(i + 1, j) if skip else []
+        if j == len(letters) - 1:
+            here = [] if low[i] in _INNER_WORDS else [i]
+        else:
+            here = ends(i + 1, j + 1)
+        return here + (ends(i + 1, j) if low[i] in _INNER_WORDS and j > 0 else [])
+
+    for i, word in enumerate(low):
+        if word in _INNER_WORDS or word == acronym.lower() or word[0] != letters[0]:
+            continue
+        for last in ends(i, 0):
+            spelled = [w.group(0) for w in words[i : last + 1] if w.group(0).lower() not in _INNER_WORDS]
+            if len(letters) > 2 and all(w[0].isupper() for w in spelled):
+                return True
+            start, end = words[i].start(), words[last].end()
+            bracketed = re.escape(acronym)
+            if re.match(rf"\s*\(\s*{bracketed}\s*\)", text[end:]) or re.search(
+                rf"\b{bracketed}\s*\(\s*$", text[:start]
+            ):
                 return True
     return False
 

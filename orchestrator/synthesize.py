@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 from memory_store.clock import now
 
 from .answer_types import (
+    asked_acronym,
     asked_type,
     carries,
     counts_asked,
+    expands_acronym,
     names_asked_org,
     quantity_unstated,
     strict_type,
@@ -286,7 +288,8 @@ def select_evidence(
     repeated, a quote inside an earlier block's quote of the same page is dropped, and a quote of the same page
     that holds an earlier block's quote and more replaces that block's quote (keeping its place; other blocks it
     holds go). At most ``k``. With the section's ``question``, a typed answer beyond the margin may come first
-    (``_typed_beyond_margin``), and the organisation asked for second (``_named_beyond_margin``)."""
+    (``_typed_beyond_margin``), else the expansion of the acronym asked for (``_expansion_first``), and the
+    organisation asked for second (``_named_beyond_margin``)."""
     kept = [
         c
         for c in candidates
@@ -302,7 +305,9 @@ def select_evidence(
     if margin is not None and kept:
         within = [c for c in kept if c.rank >= kept[0].rank - margin]
         named = _named_beyond_margin(question, kept, len(within))
-        kept = _typed_beyond_margin(question, kept, len(within)) + within[:1] + named + within[1:]
+        lead = _typed_beyond_margin(question, kept, len(within)) or _expansion_first(question, kept, len(within))
+        within = [c for c in within if all(c is not o for o in lead)]
+        kept = lead + within[:1] + named + within[1:]
     chosen: list[Candidate] = []
     for c in kept:
         if any(_widens(o, c) for o in chosen):  # its words are already a block's, from the same page
@@ -339,6 +344,23 @@ def _typed_beyond_margin(question: str | None, ranked: list[Candidate], within: 
     beyond, floor = ranked[within:], max(FAR_COVERAGE, ranked[0].covers)
     counted = _best_beyond(beyond, FAR_COVERAGE, lambda quote: counts_asked(quote, question))
     return counted or _best_beyond(beyond, floor, lambda quote: carries(quote, kind, question))
+
+
+def _expansion_first(question: str | None, ranked: list[Candidate], within: int) -> list[Candidate]:
+    """When ``question`` asks what an acronym stands for (``answer_types.asked_acronym``) and the best block does
+    not spell it out (``expands_acronym``), the first block within the margin that does, else the best candidate
+    beyond it that spells it out beside the acronym itself: the best blocks use the acronym ("The UMC supports
+    ...") while the sentence that defines it ("The United Methodist Church (UMC) is ...") ranks lower. No share
+    of the question's terms is asked of it: beside the acronym, a question of this form has none but "stand"."""
+    acronym = asked_acronym(question) if question else None
+    if acronym is None or expands_acronym(ranked[0].choice.quote, acronym):
+        return []
+    spells = [c for c in ranked[1:within] if expands_acronym(c.choice.quote, acronym)][:1]
+
+    def defines(quote: str) -> bool:
+        return expands_acronym(quote, acronym) and re.search(rf"\b{re.escape(acronym)}\b", quote) is not None
+
+    return spells or _best_beyond(ranked[within:], 0.0, defines)
 
 
 def _named_beyond_margin(question: str | None, ranked: list[Candidate], within: int) -> list[Candidate]:

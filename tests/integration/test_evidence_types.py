@@ -1,5 +1,6 @@
 """Evidence that answers (issue 10), by the answer type a question asks for, on the real model: a quote that
-cannot hold a date, a number or an amount does not answer a question asking for one."""
+cannot hold a date, a number or an amount does not answer a question asking for one; what an acronym stands for
+is answered by the sentence that spells it out."""
 
 from __future__ import annotations
 
@@ -79,3 +80,37 @@ def test_how_many_with_no_quantity_in_any_quote_is_a_gap(brt_home, embedder):
         min_score=0.35,
     )
     assert ferry.blocks and "twice" in ferry.blocks[0].quote and not ferry.gaps
+
+
+def test_what_an_acronym_stands_for_is_answered_by_the_sentence_that_spells_it_out(brt_home, embedder):
+    # The real model ranks a sentence that uses the acronym beside "stands" above the one that defines it.
+    from memory_store import Memory
+    from orchestrator.charter import Section
+    from orchestrator.synthesize import evidence_candidates, synthesize_section
+
+    about = (
+        "The Northern Coastal Rail Authority (NCRA) is the public body that runs the regional trains along the "
+        "coast. It was set up by the province in 1998."
+    )
+    fares = (
+        "The NCRA raised its fares by four percent in January. Commuters who travel daily with the NCRA can buy a "
+        "monthly pass, and the NCRA says the pass pays for itself after eleven return trips."
+    )
+    works = (
+        "Weekend engineering works will close the NCRA line between the harbour and the airport. The NCRA stands "
+        "by its decision to run replacement buses every twenty minutes."
+    )
+    mem = Memory("evidence_acronym")
+    mem.add_many(
+        [
+            {"url": "https://rail.example/about", "text": about},
+            {"url": "https://rail.example/fares", "text": fares},
+            {"url": "https://news.example/works", "text": works},
+        ]
+    )
+    section = Section(title="NCRA", question="What does NCRA stand for?")
+    plain = select_evidence(evidence_candidates(mem, section, k=5, min_score=0.35), k=5, min_score=0.35)
+    assert "Northern Coastal Rail Authority" not in plain[0].choice.quote  # retrieval order alone
+    result = synthesize_section(mem, section, k=5, min_score=0.35)
+    assert result.blocks[0].url == "https://rail.example/about"
+    assert "Northern Coastal Rail Authority (NCRA)" in result.blocks[0].quote

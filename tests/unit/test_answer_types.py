@@ -4,11 +4,13 @@ sentence carries one."""
 from __future__ import annotations
 
 from orchestrator.answer_types import (
+    asked_acronym,
     asked_unit,
     asks_quantity,
     carries,
     counted_noun,
     counts_asked,
+    expands_acronym,
     expected_type,
     is_question,
     names_asked_org,
@@ -150,6 +152,34 @@ def test_a_name_beside_the_asked_organisation_noun():
     assert not names_asked_org("A small group of Huguenots settled on Staten Island.", group)
     # not an organisation question: nothing is asked to be named
     assert not names_asked_org("Chaoyang Hospital treated them.", "Why were the couple treated in Beijing?")
+
+
+def test_the_acronym_asked_for_and_a_sentence_that_spells_it_out():
+    assert asked_acronym("What does UMC stand for?") == "UMC"
+    assert asked_acronym('What does the acronym "TGIF" stand for?') == "TGIF"
+    assert asked_acronym("What is the AFC short for?") == "AFC"
+    assert asked_acronym("What did the LMP acronym stand for regarding the Block II launch positions?") == "LMP"
+    assert asked_acronym("what does vBNS stand for") == "vBNS"
+    # no acronym, or no question of what one stands for
+    assert asked_acronym("Which candidate stands for election in the NHS board?") is None
+    assert asked_acronym("What does the party stand for?") is None
+    assert asked_acronym("When was the UMC founded?") is None
+    assert expands_acronym("The United Methodist Church (UMC) is a mainline Protestant denomination.", "UMC")
+    assert expands_acronym("The Doctor's TARDIS (Time and Relative Dimension in Space) is a police box.", "TARDIS")
+    assert expands_acronym("It was won by the Front Islamique de Salut in 1991.", "FIS")
+    assert expands_acronym("The Command/Service Module docked.", "CSM")
+    assert expands_acronym("It aired as Thank Goodness It's Funny on Fridays.", "TGIF")
+    # lower-case words and two letters count only beside the acronym in brackets
+    assert expands_acronym("Largest contentful paint (LCP) marks the render time.", "LCP")
+    assert expands_acronym("AC (alternating current) won.", "AC")
+    assert expands_acronym("Alternating current (AC) won.", "AC")
+    assert not expands_acronym("A fully integrated alternating current system was shown.", "AC")
+    assert not expands_acronym("It is mainly composed of Sunni Arabs from Iraq and Syria.", "FIS")
+    assert not expands_acronym("Largest contentful paint marks the render time.", "LCP")
+    # the acronym used, not spelled out; small words neither open nor close a spelling
+    assert not expands_acronym("The UMC supports federal funding for research.", "UMC")
+    assert not expands_acronym("And United Methodist Church members", "AUMC")
+    assert not expands_acronym("United Methodist of", "UMO")
 
 
 def test_numbers_with_their_units_and_the_digits_of_dates():

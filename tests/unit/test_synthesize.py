@@ -388,3 +388,23 @@ def test_the_organisation_asked_for_beyond_the_margin_comes_second():
     assert select_evidence([lead, named, answer], k=5, min_score=0.35, question=question) == [lead, named]
     # a question that asks for no organisation: the margin alone
     assert select_evidence(ranked, k=5, min_score=0.35, question="Why was the couple quarantined?") == [lead, more]
+
+
+def test_the_sentence_that_spells_out_the_acronym_asked_for_comes_first():
+    uses = _ranked("The UMC supports federal funding for research on embryos.", 1.21, 1.0)
+    more = _ranked("Comparatively, the UMC stands to the right of liberal Protestant groups.", 1.03, 1.0)
+    defines = _ranked("The United Methodist Church (UMC) is a mainline Protestant denomination.", 0.61, 0.01)
+    spelled = _ranked("Members of the United Methodist Church meet yearly.", 0.70, 0.01)  # spelled out, not defined
+    question = "What does UMC stand for?"
+    assert select_evidence([uses, more, spelled, defines], k=5, min_score=0.35) == [uses, more]  # the margin alone
+    # beyond the margin, the definition (its expansion beside the acronym) comes first; it needs none of the
+    # question's other words, of which "stand" is all there is
+    assert select_evidence([uses, more, spelled, defines], k=5, min_score=0.35, question=question) == [
+        defines, uses, more,
+    ]
+    # within the margin, the first block that spells it out moves up once
+    near = _ranked("Members of the United Methodist Church meet yearly.", 1.10, 0.01)
+    assert select_evidence([uses, near, more], k=5, min_score=0.35, question=question) == [near, uses, more]
+    # the best block spells it out already, or the question asks for no acronym: the order stays
+    assert select_evidence([defines, uses], k=5, min_score=0.35, question=question) == [defines, uses]
+    assert select_evidence([uses, more, defines], k=5, min_score=0.35, question="Who leads the UMC?") == [uses, more]
