@@ -7,10 +7,18 @@ from __future__ import annotations
 from orchestrator.synthesize import select_evidence
 
 
+def _store(name: str, pages: dict[str, str]):
+    """A real store in the test's BRT_HOME holding ``pages`` (url -> text), embedded with the bundled model."""
+    from memory_store import Memory
+
+    mem = Memory(name)
+    mem.add_many([{"url": url, "text": text} for url, text in pages.items()])
+    return mem
+
+
 def test_a_question_asking_for_a_date_keeps_only_the_quotes_that_state_one(brt_home, embedder):
     # Three on-topic passages meet the bar and stand within the rank margin; only one says when. The others
     # restate the question's subject: padding that cannot answer "on what date".
-    from memory_store import Memory
     from orchestrator.charter import Section
     from orchestrator.synthesize import evidence_candidates, synthesize_section
 
@@ -26,13 +34,10 @@ def test_a_question_asking_for_a_date_keeps_only_the_quotes_that_state_one(brt_h
         "Eating wild rabbits and marmots that carry the plague bacterium is a known way to catch the disease, "
         "and health officials warn hunters every autumn not to eat wild animals they catch."
     )
-    mem = Memory("evidence_types_date")
-    mem.add_many(
-        [
-            {"url": "https://news.example/plague", "text": report},
-            {"url": "https://agency.example/hunter", "text": agency},
-            {"url": "https://health.example/advice", "text": background},
-        ]
+    mem = _store(
+        "evidence_types_date",
+        {"https://news.example/plague": report, "https://agency.example/hunter": agency,
+         "https://health.example/advice": background},
     )
     section = Section(title="Meal date", question="On what date did the hunter eat the wild rabbit he caught?")
     selected = select_evidence(evidence_candidates(mem, section, k=5, min_score=0.35), k=5, min_score=0.35)
@@ -57,7 +62,6 @@ def test_a_question_asking_for_a_date_keeps_only_the_quotes_that_state_one(brt_h
 def test_how_many_with_no_quantity_in_any_quote_is_a_gap(brt_home, embedder):
     # On-topic quotes meet the bar, but a question asking how many is answered only by a quantity: when no
     # chosen quote states one, the section is a Gap that says why, not a block that cannot answer.
-    from memory_store import Memory
     from orchestrator.charter import Section
     from orchestrator.synthesize import evidence_candidates, synthesize_section
 
@@ -67,10 +71,7 @@ def test_how_many_with_no_quantity_in_any_quote_is_a_gap(brt_home, embedder):
         "every summer and reports to the bird trust."
     )
     ferry_text = "Getting there\nThe ferry calls at the harbour twice a week in summer, weather permitting."
-    mem = Memory("evidence_quantity")
-    mem.add_many(
-        [{"url": "https://isle.example/birds", "text": text}, {"url": "https://isle.example/ferry", "text": ferry_text}]
-    )
+    mem = _store("evidence_quantity", {"https://isle.example/birds": text, "https://isle.example/ferry": ferry_text})
     puffins = Section(title="Puffins", question="How many puffins nest on the northern cliffs?")
     assert select_evidence(evidence_candidates(mem, puffins, k=5, min_score=0.35), k=5, min_score=0.35)
     result = synthesize_section(mem, puffins, k=5, min_score=0.35)
@@ -84,7 +85,6 @@ def test_how_many_with_no_quantity_in_any_quote_is_a_gap(brt_home, embedder):
 
 def test_what_an_acronym_stands_for_is_answered_by_the_sentence_that_spells_it_out(brt_home, embedder):
     # The real model ranks a sentence that uses the acronym beside "stands" above the one that defines it.
-    from memory_store import Memory
     from orchestrator.charter import Section
     from orchestrator.synthesize import evidence_candidates, synthesize_section
 
@@ -100,13 +100,9 @@ def test_what_an_acronym_stands_for_is_answered_by_the_sentence_that_spells_it_o
         "Weekend engineering works will close the NCRA line between the harbour and the airport. The NCRA stands "
         "by its decision to run replacement buses every twenty minutes."
     )
-    mem = Memory("evidence_acronym")
-    mem.add_many(
-        [
-            {"url": "https://rail.example/about", "text": about},
-            {"url": "https://rail.example/fares", "text": fares},
-            {"url": "https://news.example/works", "text": works},
-        ]
+    mem = _store(
+        "evidence_acronym",
+        {"https://rail.example/about": about, "https://rail.example/fares": fares, "https://news.example/works": works},
     )
     section = Section(title="NCRA", question="What does NCRA stand for?")
     plain = select_evidence(evidence_candidates(mem, section, k=5, min_score=0.35), k=5, min_score=0.35)
