@@ -524,6 +524,7 @@ def expands_acronym(text: str, acronym: str) -> bool:
     letters = [c.lower() for c in acronym if c.isalpha()]
     words = list(_EXPANSION_WORD.finditer(text))
     low = [w.group(0).lower() for w in words]
+    bracketed = re.escape(acronym)
 
     def ends(i: int, j: int) -> list[int]:  # word indices where a spelling of letters[j:] from word i can end
         if i >= len(words) or low[i][0] != letters[j]:
@@ -543,7 +544,6 @@ def expands_acronym(text: str, acronym: str) -> bool:
             if len(letters) > 2 and all(w[0].isupper() for w in spelled):
                 return True
             start, end = words[i].start(), words[last].end()
-            bracketed = re.escape(acronym)
             if re.match(rf"\s*\(\s*{bracketed}\s*\)", text[end:]) or re.search(
                 rf"\b{bracketed}\s*\(\s*$", text[:start]
             ):

@@ -355,12 +355,14 @@ def _expansion_first(question: str | None, ranked: list[Candidate], within: int)
     acronym = asked_acronym(question) if question else None
     if acronym is None or expands_acronym(ranked[0].choice.quote, acronym):
         return []
-    spells = [c for c in ranked[1:within] if expands_acronym(c.choice.quote, acronym)][:1]
+
+    def spells(quote: str) -> bool:
+        return expands_acronym(quote, acronym)
 
     def defines(quote: str) -> bool:
-        return expands_acronym(quote, acronym) and re.search(rf"\b{re.escape(acronym)}\b", quote) is not None
+        return spells(quote) and re.search(rf"\b{re.escape(acronym)}\b", quote) is not None
 
-    return spells or _best_beyond(ranked[within:], 0.0, defines)
+    return _best_beyond(ranked[1:within], 0.0, spells) or _best_beyond(ranked[within:], 0.0, defines)
 
 
 def _named_beyond_margin(question: str | None, ranked: list[Candidate], within: int) -> list[Candidate]:
@@ -379,8 +381,9 @@ def _named_beyond_margin(question: str | None, ranked: list[Candidate], within: 
 
 
 def _best_beyond(beyond: list[Candidate], floor: float, holds: Callable[[str], bool]) -> list[Candidate]:
-    """The first of ``beyond`` (candidates past the margin, best rank first) whose quote ``holds`` the answer's
-    cue and that holds at least ``floor`` of the question's term weight, as a list of one; else empty."""
+    """The first of ``beyond`` (candidates past the margin, or past the best block, best rank first) whose quote
+    ``holds`` the answer's cue and that holds at least ``floor`` of the question's term weight, as a list of one;
+    else empty."""
     return [c for c in beyond if c.covers >= floor and holds(c.choice.quote)][:1]
 
 

@@ -132,26 +132,29 @@ def test_the_noun_a_how_many_question_counts():
 
 def test_a_name_beside_the_asked_organisation_noun():
     hospital = "At which Beijing hospital were the married couple treated?"
-    assert names_asked_org("Li Jifeng, a doctor at Chaoyang Hospital where the patients were treated, wrote", hospital)
-    assert names_asked_org("They were moved to the hospital Chaoyang on Friday.", hospital)
-    assert names_asked_org("The Huguenot Hospital, a private hospital in the suburbs, took them.", hospital)
-    assert names_asked_org("Chaoyang, the district's largest hospital, admitted them.", hospital)
-    # the question's own name is not its answer; a hospital unnamed is no answer either
-    assert not names_asked_org("Beijing Hospital officials declined to comment.", hospital)
-    assert not names_asked_org("The couple were treated at a hospital in the city, The Post reported.", hospital)
     firm = "Which advertising firm came up with the controversial South Dakota slogan?"
-    # a business is named beside any word for one
-    assert names_asked_org("The report says the Minneapolis ad agency Broadhead Co. came up with the campaign.", firm)
-    assert names_asked_org("Broadhead, a Minneapolis advertising agency, declined to comment.", firm)
-    assert names_asked_org("It was made by Broadhead Company for the state.", firm)
-    # a capitalised word before a lower-case noun describes it; a place before "agency" names no agency
-    assert not names_asked_org("The campaign was run by a Minneapolis-based firm with a budget of $449,000.", firm)
-    assert not names_asked_org("Spokane ad agencies were divided on the South Dakota campaign.", firm)
-    # plurals fold: the question's "Huguenots" is not the answer's name
-    group = "What group opposed the Huguenots?"
-    assert not names_asked_org("A small group of Huguenots settled on Staten Island.", group)
-    # not an organisation question: nothing is asked to be named
-    assert not names_asked_org("Chaoyang Hospital treated them.", "Why were the couple treated in Beijing?")
+    cases = [
+        ("Li Jifeng, a doctor at Chaoyang Hospital where the patients were treated, wrote", hospital, True),
+        ("They were moved to the hospital Chaoyang on Friday.", hospital, True),
+        ("The Huguenot Hospital, a private hospital in the suburbs, took them.", hospital, True),
+        ("Chaoyang, the district's largest hospital, admitted them.", hospital, True),
+        # the question's own name is not its answer; a hospital unnamed is no answer either
+        ("Beijing Hospital officials declined to comment.", hospital, False),
+        ("The couple were treated at a hospital in the city, The Post reported.", hospital, False),
+        # a business is named beside any word for one
+        ("The report says the Minneapolis ad agency Broadhead Co. came up with the campaign.", firm, True),
+        ("Broadhead, a Minneapolis advertising agency, declined to comment.", firm, True),
+        ("It was made by Broadhead Company for the state.", firm, True),
+        # a capitalised word before a lower-case noun describes it; a place before "agency" names no agency
+        ("The campaign was run by a Minneapolis-based firm with a budget of $449,000.", firm, False),
+        ("Spokane ad agencies were divided on the South Dakota campaign.", firm, False),
+        # plurals fold: the question's "Huguenots" is not the answer's name
+        ("A small group of Huguenots settled on Staten Island.", "What group opposed the Huguenots?", False),
+        # not an organisation question: nothing is asked to be named
+        ("Chaoyang Hospital treated them.", "Why were the couple treated in Beijing?", False),
+    ]
+    for text, question, named in cases:
+        assert names_asked_org(text, question) is named, (text, question)
 
 
 def test_the_acronym_asked_for_and_a_sentence_that_spells_it_out():
