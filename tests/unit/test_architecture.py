@@ -8,8 +8,6 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("orchestrator", "memory_store", "concept_index")
 #: Layer of each package: a package may import only packages of a lower or equal layer.
