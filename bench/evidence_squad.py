@@ -173,7 +173,7 @@ def synth_blocks(charter: Path, *, pythonpath: Path, env: dict, out: Path) -> tu
 def plain_blocks(cid: str, questions: list[Question], *, k: int) -> list[list[dict]]:
     """Baseline: top-k hits of Memory.search, each quoted by its sentence closest to the question (cosine)."""
     from memory_store import Memory
-    from memory_store.sentences import sentence_spans
+    from memory_store.text import sentence_spans
 
     mem = Memory(cid)
     bar = mem.default_min_score

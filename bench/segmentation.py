@@ -7,7 +7,7 @@ dev contexts and article-extraction-benchmark gold article bodies), the sha256 o
 offsets where its sentences start (how they were annotated: the file's ``method``). The texts themselves are
 read from the eval data, never copied into the project; a text whose sha256 differs is an error.
 
-Every backend of ``memory_store.sentences`` runs through the same wrapper brt uses (lines first, then the
+Every backend of ``memory_store.text`` runs through the same wrapper brt uses (lines first, then the
 segmenter per line). Per backend: boundary precision, recall and F1 (a boundary = a sentence start other than
 0), the share of gold sentences reproduced exactly, and speed on all 181 article bodies (median of 3 runs).
 """
@@ -54,7 +54,7 @@ def load_texts(eval_dir: Path, gold: dict) -> list[tuple[dict, str]]:
 
 
 def score(pairs: list[tuple[dict, str]], backend: str) -> dict:
-    from memory_store.sentences import sentence_spans
+    from memory_store.text import sentence_spans
 
     tp = fp = fn = 0
     exact = total = 0
@@ -85,7 +85,7 @@ def score(pairs: list[tuple[dict, str]], backend: str) -> dict:
 
 
 def speed(texts: list[str], backend: str, repeats: int = 3) -> dict:
-    from memory_store.sentences import sentence_spans
+    from memory_store.text import sentence_spans
 
     sentence_spans("Warm up. Twice.", backend=backend)
     chars = sum(len(t) for t in texts)
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-dir", default=str(REPO_ROOT.parent / "shared" / "eval"))
     ap.add_argument("--json", dest="json_out", default=None)
     args = ap.parse_args(argv)
-    from memory_store.sentences import BACKENDS
+    from memory_store.text import BACKENDS
 
     eval_dir = Path(args.eval_dir).expanduser().resolve()
     gold = json.loads(GOLD.read_text())

@@ -273,7 +273,7 @@ def specificity(label: str, rarity: Rarity | None = None) -> tuple[float, dict[s
 # -- micro-summaries -----------------------------------------------------------------------------------------
 
 def sentences(text: str) -> list[str]:
-    from memory_store.sentences import sentences as split
+    from memory_store.text import sentences as split
 
     out = []
     for s in split(text):

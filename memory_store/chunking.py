@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .sentences import sentence_spans
+from .text import sentence_spans
 
 DEFAULT_WINDOW = 800
 DEFAULT_OVERLAP = 160
@@ -70,7 +70,7 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def split_units(text: str) -> list[tuple[int, int]]:
-    """Sentence spans inside line/paragraph spans (stripped, non-empty), in order (``memory_store.sentences``)."""
+    """Sentence spans inside line/paragraph spans (stripped, non-empty), in order (``memory_store.text``)."""
     return sentence_spans(text)
 
 

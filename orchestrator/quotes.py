@@ -29,7 +29,6 @@ so one synthesis never embeds a sentence twice, and embedded in one batch.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import Counter
@@ -38,9 +37,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from concept_index.text import LIST_MARKER, is_heading
+from memory_store.text import collapse
+from memory_store.text import terms as _terms
 
 from .answer_types import AnswerType, carries, expected_type, is_question
-from .relevance import STOP_WORDS
 
 if TYPE_CHECKING:
     from memory_store import Hit
@@ -86,43 +86,10 @@ def prose_under_top_heading(
     return best, None
 BM25_K1, BM25_B = 1.2, 0.75
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-@functools.cache
-def _stemmer() -> Any:
-    from snowballstemmer.english_stemmer import EnglishStemmer
-
-    return EnglishStemmer()
-
-
-_DERIVATIONS = ("er", "or", "al")
-# "-er" words whose four-letter rest is another word ("former" is not one who forms, "number" not numb)
-_ER_KEEP = frozenset(
-    "former number center corner master tender temper proper render butter latter bitter matter letter".split()
-)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
-    if word.isalpha():
-        stem = _stemmer().stemWord(word)
-        # an agent or relation noun and its verb or noun: "supplier" / "supplying", "inventor" / "invented",
-        # "national" / "nation", "leader" / "leads" (Snowball keeps these apart); "-er" from four letters on,
-        # "-or" and "-al" from five ("signal" is no sign, "factor" no fact)
-        for suffix in _DERIVATIONS:
-            shortest = 4 if suffix == "er" and stem not in _ER_KEEP else 5
-            if stem.endswith(suffix) and len(stem) - len(suffix) >= shortest:
-                return stem[: -len(suffix)]
-        return stem
-    return word[:-1] if len(word) > 3 and word.endswith("s") else word  # "1990s", "mp3s": only the plural
-
 
 def terms(text: str) -> list[str]:
-    """Lower-cased content words, each reduced to its stem ("prices" and "price", "salaries" and "salary",
-    "founded" and "found" match; Snowball's English stemmer, then ``_DERIVATIONS``: "supplier" and "supply"),
-    a plural ``s`` folded on words with digits."""
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+    """Lower-cased content words, each reduced to its stem (``memory_store.text.terms``)."""
+    return _terms(text)
 
 
 def _idf(n: int, df: int) -> float:
@@ -204,10 +171,6 @@ class Quote:
     def in_context(self) -> str:
         return f"{self.heading}: {self.quote}" if self.heading and not self.is_heading else self.quote
 
-
-def collapse(text: str) -> str:
-    """``text`` with every run of whitespace (newlines too) as one space: how quotes are printed and compared."""
-    return " ".join(text.split())
 
 
 def choose_span(

@@ -13,18 +13,7 @@ from __future__ import annotations
 import re
 
 from concept_index.text import LIST_MARKER
-
-# Function words: a capitalised one starts no name ("What", "Is", "The").
-STOP_WORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being below
-    between both but by can cannot could did do does doing down during each either else ever every few for from
-    further get gets got had has have having he her here hers him his how i if in into is it its itself just may
-    me might more most much must my no nor not now of off on once one only or other our ours out over own per
-    same shall she should so some such than that the their theirs them then there these they this those through
-    to too under until up upon us very via was we were what when where which while who whom whose why will with
-    within without would yet you your yours""".split()
-)
-
+from memory_store.text import STOP_WORDS
 
 # Words that may join the capitalised words of one name ("Interaction to Next Paint", "Bank of England").
 _NAME_CONNECTORS = frozenset({"of", "to", "for", "and", "the", "de", "von", "van", "in", "on", "at"})

@@ -114,9 +114,9 @@ def signature_queries(section: Section, generator: QueryGenerator | None = None)
 # -- quotes ------------------------------------------------------------------------------------------------
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) character spans of the sentences of ``text``, whitespace trimmed (``memory_store.sentences``:
+    """(start, end) character spans of the sentences of ``text``, whitespace trimmed (``memory_store.text``:
     the segmenter that knows abbreviations, initials and decimals; every line is at least one sentence)."""
-    from memory_store.sentences import sentence_spans
+    from memory_store.text import sentence_spans
 
     return sentence_spans(text)
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memory_store.sentences import sentences
+from memory_store.text import sentences
 from orchestrator.quotes import (
     MIN_QUOTE_WORDS,
     SECOND_QUOTE_MARGIN,

@@ -1,4 +1,6 @@
-"""Sentence spans of page text: the one sentence splitter of brt (chunk snapping, quotes, concept summaries).
+"""Text utilities of brt, used by every package: sentence spans, words and their stems, stop words.
+
+Sentences: the one sentence splitter of brt (chunk snapping, quotes, concept summaries).
 
 Text is first cut at line breaks (extraction puts every block, heading and list item on its own line), then
 each line is segmented by a maintained rule-based segmenter that knows abbreviations ("Dr.", "U.S.", "e.g."),
@@ -14,11 +16,16 @@ Every span is an exact slice ``text[start:end]`` with surrounding whitespace tri
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "sentence_spans", "sentences", "split_lines"]
+__all__ = [
+    "BACKENDS", "DEFAULT_BACKEND", "STOP_WORDS", "collapse", "content_words", "sentence_spans", "sentences",
+    "split_lines", "stem", "terms",
+]
 
 DEFAULT_BACKEND = "syntok"
 
@@ -170,3 +177,63 @@ def sentences(text: str, *, backend: str = DEFAULT_BACKEND) -> list[str]:
 def is_list_item(sentence: str) -> bool:
     """Whether a sentence opens with a list bullet or number ("- ", "• ", "3. ", "2) ")."""
     return _LIST_MARKER.match(sentence) is not None
+
+
+# -- words ----------------------------------------------------------------------------------------------------
+
+# Function words: they carry no topic ("what", "is", "the"); a capitalised one starts no name.
+STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being below
+    between both but by can cannot could did do does doing down during each either else ever every few for from
+    further get gets got had has have having he her here hers him his how i if in into is it its itself just may
+    me might more most much must my no nor not now of off on once one only or other our ours out over own per
+    same shall she should so some such than that the their theirs them then there these they this those through
+    to too under until up upon us very via was we were what when where which while who whom whose why will with
+    within without would yet you your yours""".split()
+)
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def collapse(text: str) -> str:
+    """``text`` with every run of whitespace (newlines too) as one space: how quotes are printed and compared."""
+    return " ".join(text.split())
+
+
+@functools.cache
+def _stemmer() -> Any:
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    return EnglishStemmer()
+
+
+_DERIVATIONS = ("er", "or", "al")
+# "-er" words whose four-letter rest is another word ("former" is not one who forms, "number" not numb)
+_ER_KEEP = frozenset(
+    "former number center corner master tender temper proper render butter latter bitter matter letter".split()
+)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """A lower-case word's stem: Snowball English, then an agent or relation noun folded onto its verb or noun
+    ("supplier" / "supplying", "inventor" / "invented", "national" / "nation"); a plural ``s`` folded on words
+    with digits ("1990s")."""
+    if word.isalpha():
+        base = _stemmer().stemWord(word)
+        for suffix in _DERIVATIONS:
+            shortest = 4 if suffix == "er" and base not in _ER_KEEP else 5
+            if base.endswith(suffix) and len(base) - len(suffix) >= shortest:
+                return base[: -len(suffix)]
+        return base
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased words of ``text`` that are not stop words, in order."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+
+
+def terms(text: str) -> list[str]:
+    """The stems of ``text``'s content words, in order ("prices" and "price", "founded" and "found" match)."""
+    return [stem(w) for w in content_words(text)]
