@@ -1,27 +1,25 @@
 """Evidence selection on BEIR SciFact: does a section cite the right abstract, and does it stay silent (a Gap)
 rather than cite a wrong one? Each claim is a section (title = the claim); its evidence goes through the real
-synthesis code (signature queries, hybrid retrieval with MMR, quote choice, the quote checks of
-``orchestrator.synthesize.select_evidence`` and the section rules of ``section_evidence``) over the store that
-``bench/retrieval_scifact.py`` builds.
+synthesis code (``orchestrator.evidence``: signature queries, hybrid retrieval with MMR, candidate quotes, the
+fitted scorer and the selection) over the store that ``bench/retrieval_scifact.py`` builds.
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_scifact.py --eval-dir ../shared/eval/beir-scifact \\
-        --store-dir /tmp/brt-scifact-store [--split train|test] [--k 3] [--limit N] [--json out.json]
+        --store-dir /tmp/brt-scifact-store [--split train|test] [--k 3] [--limit N] [--baseline-rev REV] \\
+        [--json out.json]
 
-Rules compared in the same run, on the same candidates, for every evidence threshold of ``--thresholds``:
-- ``retrieval``: the rule before quote checks: the first k hits (retrieval order) whose chunk cosine, best over
-  the signature queries, meets the threshold (the baseline);
-- ``quote``: the quote's own cosine to the question (read under its heading) meets the threshold, whatever the
-  chunk's (an ablation: ``select_evidence(..., named=False)``);
-- ``quote+names``: ``quote`` plus the names check (when the first remaining candidate's page names what the claim
-  names, pages that never do are dropped): ``select_evidence`` as ``brt synthesize`` calls it;
-- ``section``: what ``brt synthesize`` prints: ``quote+names`` given the section's question, then
-  ``section_evidence`` (the answer-type rule, index entries, the quantity Gap). A claim is not a question, so
-  it asks for no type: the two rules should agree.
+Rules compared in the same run, on the same store:
+- ``retrieval``: the first k retrieved chunks whose cosine, best over the signature queries, meets a threshold
+  (no quote checks; the floor every evidence rule should beat);
+- ``scorer``: what ``brt synthesize`` prints: the scorer's probability against each threshold of
+  ``--thresholds`` (``fitted`` = the shipped scorer's own threshold);
+- ``baseline <rev>`` (``--baseline-rev``): this benchmark as that commit had it, run from a ``git worktree`` of
+  it on the same store and split (its ``section`` rule: what ``brt synthesize`` printed then).
 
 Per rule and threshold, over the queries: ``p@1`` (the first block cites a relevant abstract), ``precision``
 (relevant blocks / blocks), ``supported`` (some block is relevant), ``wrong_only`` (blocks given, none relevant:
 the failure "cites what does not support the claim"), ``gap`` (no block at all). SciFact claims have about one
-relevant abstract each, so precision is bounded by about 1/k. Tune with ``--split train``; report ``test``.
+relevant abstract each, so precision is bounded by about 1/k. Nothing is fitted on SciFact: the scorer is fitted
+on question-answering dev data (``bench/fit_evidence_scorer.py``), so these are held-out figures for claims.
 """
 
 from __future__ import annotations
@@ -44,7 +42,8 @@ from retrieval_scifact import CHARTER_ID, URL_PREFIX, load_qrels, load_queries  
 
 from bench._common import emit_report, store_machine_info  # noqa: E402
 
-DEFAULT_THRESHOLDS = "0.25,0.30,0.35,0.40,0.45,0.50,0.55,0.60"
+DEFAULT_THRESHOLDS = "0.05,0.10,0.20,0.30,0.40,0.50"
+RETRIEVAL_THRESHOLDS = "0.25,0.30,0.35,0.40,0.45"
 
 
 def doc_ids(hit) -> set[str]:
@@ -52,18 +51,26 @@ def doc_ids(hit) -> set[str]:
     return {u[len(URL_PREFIX) :] for u in urls if u.startswith(URL_PREFIX)}
 
 
-def rule_blocks(rule: str, candidates, *, k: int, threshold: float, question: str = ""):
-    """The blocks a rule picks (see the module docstring)."""
-    from orchestrator.synthesize import section_evidence, select_evidence
+def baseline_run(rev: str, args: argparse.Namespace) -> dict:
+    """This benchmark as commit ``rev`` had it, on the same store and split: its ``section`` rule."""
+    import json
+    import subprocess
+    import tempfile
 
-    if rule == "retrieval":
-        # one per chunk: a chunk's second quote comes right after its first
-        firsts = [c for i, c in enumerate(candidates) if i == 0 or candidates[i - 1].hit is not c.hit]
-        return [c for c in firsts if c.hit.score >= threshold][:k]
-    # the threshold is the quotes' bar only: synthesize retrieves its candidates without a chunk-level one
-    if rule != "section":
-        return select_evidence(candidates, k=k, min_score=threshold, named=rule == "quote+names")
-    return section_evidence(question, select_evidence(candidates, k=k, min_score=threshold, question=question))[0]
+    tmp = Path(tempfile.mkdtemp(prefix="brt-scifact-base-"))
+    tree = tmp / "tree"
+    subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "--detach", str(tree), rev], check=True,
+                   capture_output=True)
+    try:
+        out = tmp / "base.json"
+        cmd = [sys.executable, str(tree / "bench" / "evidence_scifact.py"), "--eval-dir", args.eval_dir,
+               "--store-dir", args.store_dir, "--split", args.split, "--k", str(args.k), "--json", str(out)]
+        if args.limit:
+            cmd += ["--limit", str(args.limit)]
+        subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=str(tree)), cwd=tree)
+        return json.loads(out.read_text())["results"].get("section", {})
+    finally:
+        subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
 
 
 def summarise(per_query: list[list[bool]]) -> dict:
@@ -87,12 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=3, help="evidence blocks per section at most")
     ap.add_argument("--thresholds", default=DEFAULT_THRESHOLDS)
     ap.add_argument("--limit", type=int, default=0, help="only the first N queries")
+    ap.add_argument("--baseline-rev", default="", help="commit whose evidence_scifact.py is run as the baseline")
     ap.add_argument("--json", dest="json_out", default=None)
     args = ap.parse_args(argv)
 
     from memory_store import Memory
     from orchestrator.charter import Retrieval, Section
-    from orchestrator.synthesize import evidence_candidates
+    from orchestrator.evidence import SynthesisCache, load_scorer, section_candidates, select
+    from orchestrator.evidence.section import score_candidates
 
     eval_dir = Path(args.eval_dir).expanduser().resolve()
     store_dir = Path(args.store_dir).expanduser()
@@ -102,33 +111,41 @@ def main(argv: list[str] | None = None) -> int:
     queries = load_queries(eval_dir)
     qrels = load_qrels(eval_dir, args.split)
     qids = sorted(qrels, key=int)[: args.limit or None]
-    thresholds = [float(x) for x in args.thresholds.split(",")]
-    rules = ["retrieval", "quote", "quote+names", "section"]
+    scorer = load_scorer()
+    thresholds = {f"{float(x):.2f}": float(x) for x in args.thresholds.split(",")} | {"fitted": scorer.threshold}
+    cosines = [float(x) for x in RETRIEVAL_THRESHOLDS.split(",")]
 
     t0 = time.perf_counter()
     retrieval = Retrieval()
-    low = min(thresholds)
-    relevant: dict[str, dict[float, list[list[bool]]]] = {r: {t: [] for t in thresholds} for r in rules}
+    cache = SynthesisCache.for_memory(mem)
+    relevant: dict[str, dict[str, list[list[bool]]]] = {
+        "retrieval": {f"{t:.2f}": [] for t in cosines}, "scorer": {t: [] for t in thresholds}}
     latencies = []
     for n, qid in enumerate(qids, 1):
         section = Section(title=queries[qid])
         t1 = time.perf_counter()
-        cands = evidence_candidates(mem, section, k=args.k, min_score=low, retrieval=retrieval)
+        cands = section_candidates(mem, section, k=args.k, retrieval=retrieval, cache=cache)
+        scored = score_candidates(section.effective_question, cands, scorer)
         latencies.append(time.perf_counter() - t1)
-        for rule in rules:
-            for t in thresholds:
-                blocks = rule_blocks(rule, cands, k=args.k, threshold=t, question=section.effective_question)
-                relevant[rule][t].append([bool(doc_ids(c.hit) & qrels[qid]) for c in blocks])
+        for t in cosines:
+            hits = [h for h in cands.hits if h.score >= t][: args.k]
+            relevant["retrieval"][f"{t:.2f}"].append([bool(doc_ids(h) & qrels[qid]) for h in hits])
+        for name, t in thresholds.items():
+            blocks = select(scored, k=args.k, threshold=t, second=scorer.second)
+            relevant["scorer"][name].append([bool(doc_ids(c.span.hit) & qrels[qid]) for c in blocks])
         if n % 50 == 0:
             print(f"{n}/{len(qids)} queries, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
 
-    results = {rule: {f"{t:.2f}": summarise(relevant[rule][t]) for t in thresholds} for rule in rules}
+    results = {rule: {t: summarise(v) for t, v in by.items()} for rule, by in relevant.items()}
+    if args.baseline_rev:
+        results[f"baseline {args.baseline_rev}"] = baseline_run(args.baseline_rev, args)
     machine = store_machine_info()
     report = {
         "split": args.split,
         "queries": len(qids),
         "k": args.k,
         "model": mem.model_name,
+        "scorer": {"sha256": scorer.sha256, "threshold": scorer.threshold, "second": scorer.second},
         "chunks": mem.count_chunks(),
         "candidates_median_ms": round(statistics.median(latencies) * 1000, 1),
         "results": results,

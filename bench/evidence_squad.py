@@ -3,7 +3,7 @@ does a section print?
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_squad.py --eval-dir ../shared/eval \\
         [--dataset v2.0|v1.1-extra] [--charters all|per-article|both] [--per-article N] \\
-        [--baseline-rev 918efa0] [--no-plain] [--concept-index] [--json out.json]
+        [--baseline-rev REV] [--no-plain] [--concept-index] [--json out.json]
 
 Each article of ``squad/dev-v2.0.json.gz`` becomes one page (its title as ``<h1>``, its paragraphs as ``<p>``)
 served from a HAR written at run time under ``https://squad.brt-bench.test/wiki/<title>``. Each article's
@@ -15,7 +15,7 @@ Every charter goes through the real CLI in a subprocess: ``brt harvest CHARTER -
 Systems scored in the same run, on the same store:
 - ``brt``: this checkout's ``brt synthesize``;
 - ``baseline <rev>`` (``--baseline-rev``): ``brt synthesize`` of that commit (a ``git worktree`` of it in a
-  temp dir, run with ``PYTHONPATH`` pointing at it) over the same store: today's quote choice;
+  temp dir, run with ``PYTHONPATH`` pointing at it) over the same store;
 - ``plain top-k cosine``: ``Memory.search(question, k)`` (hybrid + MMR, the defaults) and each hit's sentence
   with the highest cosine to the question, every hit at or above ``min_score`` a block;
 - with ``--concept-index`` (``all`` charter only): ``brt`` with ``memory.use_concept_index`` true (the index
@@ -29,8 +29,9 @@ questions per article, evenly spaced in file order (deterministic); 0 = all 4,46
 
 ``--dataset v1.1-extra`` scores held-out articles instead: the 13 articles of ``squad/dev-v1.1.json.gz`` that
 the v2.0 file does not hold (Super_Bowl_50 … United_Methodist_Church; 856 paragraphs, 4,357 questions, all
-answerable). No rule or constant of the quotes was chosen on them, so their scores are the held-out check of
-the v2.0 ones.
+answerable). The evidence reader (``bench/train_reader.py``) is trained on exactly these articles, so they are
+not a held-out check of this checkout: the scorer's held-out SQuAD figures are its cross-validated folds
+(``bench/fit_evidence_scorer.py``), and the 8 articles kept out of ``shared/eval`` are the held-out check.
 """
 
 from __future__ import annotations
@@ -255,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--charters", choices=["all", "per-article", "both"], default="all")
     ap.add_argument("--per-article", type=int, default=0, help="questions of each kind per article (0 = all)")
     ap.add_argument("--articles", type=int, default=0, help="only the first N articles (0 = all 27)")
-    ap.add_argument("--baseline-rev", default="918efa0", help="commit whose brt synthesize is the baseline ('' = none)")
+    ap.add_argument("--baseline-rev", default="", help="commit whose brt synthesize is the baseline ('' = none)")
     ap.add_argument("--no-plain", action="store_true", help="skip the plain top-k cosine baseline")
     ap.add_argument("--concept-index", action="store_true", help="all charter: also synthesize with the index")
     ap.add_argument("--keep-tmp", action="store_true")

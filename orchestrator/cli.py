@@ -191,9 +191,11 @@ def harvest(
 @click.option(
     "--rerank/--no-rerank",
     default=None,
-    help="Cross-encoder rerank of the fused candidates (needs a local reranker model). Default: the charter's.",
+    help="Order the hits by evidence: each chunk by its best quote's probability of answering QUERY (brt's "
+    "scorer and reader, offline), or with --reranker-model by that cross-encoder. Default: the charter's.",
 )
-@click.option("--reranker-model", default=None, help="Reranker model name or folder (default BAAI/bge-reranker-base).")
+@click.option("--reranker-model", default=None,
+              help="An external FlagEmbedding cross-encoder (name or folder, local only) for --rerank.")
 @click.option(
     "--mmr-lambda",
     type=click.FloatRange(0.0, 1.0),

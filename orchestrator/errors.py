@@ -22,6 +22,7 @@
     │   ├── RayUnavailable     a harvest on Ray cannot start: Ray missing (pip install 'brt[ray]') or unreachable
     │   └── RayWorkerLost      a Ray worker process died (its pages are tried on another; raised when none is left)
     ├── PageRefused            a page that may not enter the store (add_page: off the allowlist, no text, ...)
+    ├── EvidenceModelError     the evidence scorer's weights are missing, corrupt or fail their recorded sha256
     ├── JobNotFound            no background job of that id in this process (``jobs.py``)
     └── PortInUse              the demo site's port is taken (``brt demo`` then serves on a free port)
 
@@ -44,6 +45,7 @@ __all__ = [
     "DevtoolsMcpError",
     "DevtoolsMcpNotFound",
     "DownloadStarted",
+    "EvidenceModelError",
     "HarvestBusy",
     "HarvestError",
     "JobNotFound",
@@ -158,6 +160,10 @@ class RayWorkerLost(HarvestError):
 
 class PageRefused(BrtError):
     """A page that may not enter the store (off the allowlist, not http(s), no readable text, bad input)."""
+
+
+class EvidenceModelError(BrtError):
+    """The evidence scorer's weights file is missing, corrupt or does not match its recorded sha256."""
 
 
 class JobNotFound(BrtError):

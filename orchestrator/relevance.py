@@ -1,18 +1,11 @@
-"""Names a question asks about, for the evidence checks of synthesis (pure functions).
-
-The bundled embedding model (MiniLM) scores sentences of the same shape alike: "An Interaction to Next Paint of
-200 ms or less is good" is as close to "What Largest Contentful Paint time counts as good?" as the LCP sentence
-itself. What tells them apart is the name the question asks about. ``named_subjects`` finds those names
-(capitalised runs and acronyms) and ``mentions`` looks for one in a text; synthesis prefers quotes that name it,
-and drops a page that never names it when other pages do. ``index_entries`` tells a site index's one-line entry
-for a page ("- Cumulative Layout Shift (CLS): visual stability and ...") from evidence when that page is cited.
-"""
+"""Names a question or a criterion asks about (pure functions): ``named_subjects`` finds them (capitalised runs
+and acronyms) and ``mentions`` looks for one in a text. The audit uses them to tell which blocks speak of what an
+acceptance criterion names."""
 
 from __future__ import annotations
 
 import re
 
-from concept_index.text import LIST_MARKER
 from memory_store.text import STOP_WORDS
 
 # Words that may join the capitalised words of one name ("Interaction to Next Paint", "Bank of England").
@@ -80,30 +73,3 @@ _EXPANSION_GAP = r"[\s-]+(?:(?:" + "|".join(sorted(_NAME_CONNECTORS)) + r"|&)\s+
 def _expansion(acronym: str) -> str:
     letters = [c for c in acronym if c.isalpha()]
     return r"(?<![\w])" + _EXPANSION_GAP.join(rf"{c}[^\W\d_]*" for c in letters) + r"(?![\w])"
-
-
-# " | Site name", " - Site name", " — Section": what follows the page's own name in a <title>
-_TITLE_TAIL = re.compile(r"\s+[|·•–—-]\s+.*$", re.DOTALL)
-_ENTRY_BREAK = re.compile(r"\s*[:–—-]\s")
-
-
-def title_head(title: str | None) -> str:
-    """A page's title without its site's name: "Cumulative Layout Shift (CLS) | Fast Pages Field Guide" ->
-    "Cumulative Layout Shift (CLS)"."""
-    return _TITLE_TAIL.sub("", " ".join((title or "").split()))
-
-
-def index_entries(blocks: list[tuple[str, str | None, str, str]]) -> list[bool]:
-    """Which of ``blocks`` (url, page title, quote, the chunk text it was quoted from) is an index entry of a page
-    another block cites: a list item that opens with that page's title, then a colon or a dash ("- Cumulative
-    Layout Shift (CLS): visual stability and how to stop content from jumping around." on a site's index page).
-    It describes the page, whose own blocks say what it says: it adds no evidence."""
-    heads = {url: head for url, title, _, _ in blocks if len((head := title_head(title).lower()).split()) >= 2}
-    flags = []
-    for url, _, quote, text in blocks:
-        core = " ".join(quote.strip("… ").split())[:60]
-        line = next((ln for ln in (" ".join(t.split()) for t in text.splitlines()) if core and core in ln), "")
-        item = line[m.end():].lower() if (m := LIST_MARKER.match(line)) else ""
-        cited = [head for other, head in heads.items() if other != url]
-        flags.append(any(item.startswith(head) and _ENTRY_BREAK.match(item[len(head):]) for head in cited))
-    return flags

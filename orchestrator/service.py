@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .charter import load_charter
 from .config import open_memory, store_exists
+from .evidence.rerank import RERANK_FACTOR, RERANK_MIN, rerank_hits
 
 if TYPE_CHECKING:
     from memory_store import CheckResult, Hit, Memory
@@ -88,20 +89,25 @@ def search(
     next_step: str | None = None,
 ) -> list[Hit]:
     """Search the charter's store; every option left out (None) takes the charter's ``retrieval:`` value (mode,
-    candidates, rerank, reranker model, MMR lambda); ``no_mmr`` turns MMR off."""
+    candidates, rerank, reranker model, MMR lambda); ``no_mmr`` turns MMR off. A rerank without an external
+    reranker model orders the hits by evidence (``orchestrator.evidence.rerank``: the scorer and its reader)."""
     mem = memory if memory is not None else open_store(charter, next_step=next_step)
     r = charter.retrieval
-    return mem.search(
+    rerank = r.rerank if rerank is None else rerank
+    model = reranker_model or r.reranker_model
+    by_evidence = rerank and not model
+    hits = mem.search(
         query,
-        k=k,
+        k=max(k * RERANK_FACTOR, RERANK_MIN) if by_evidence else k,
         subtree=subtree,
         min_score=min_score,
         mode=mode or r.mode,
         candidates=r.candidates,
-        rerank=r.rerank if rerank is None else rerank,
-        reranker_model=reranker_model or r.reranker_model,
-        mmr_lambda=None if no_mmr else (r.mmr_lambda if mmr_lambda is None else mmr_lambda),
+        rerank=rerank and not by_evidence,
+        reranker_model=model,
+        mmr_lambda=None if no_mmr or by_evidence else (r.mmr_lambda if mmr_lambda is None else mmr_lambda),
     )
+    return rerank_hits(mem, query, hits, k) if by_evidence else hits
 
 
 # -- JSON documents -----------------------------------------------------------------------------------------

@@ -130,8 +130,11 @@ def test_search_takes_the_charters_retrieval_defaults(brt_home, make_charter):
         "k": 3, "subtree": None, "min_score": None, "mode": "bm25", "candidates": 7, "rerank": False,
         "reranker_model": None, "mmr_lambda": None,
     }  # fmt: skip
-    service.search(charter, "q", mode="vector", mmr_lambda=0.5, rerank=True, memory=Store())
+    service.search(charter, "q", mode="vector", mmr_lambda=0.5, rerank=True, reranker_model="m", memory=Store())
     assert (calls[-1]["mode"], calls[-1]["mmr_lambda"], calls[-1]["rerank"]) == ("vector", 0.5, True)
+    # a rerank with no external model is brt's evidence rerank: more candidates, no retrieval rerank, no MMR
+    service.search(charter, "q", k=3, rerank=True, memory=Store())
+    assert (calls[-1]["k"], calls[-1]["rerank"], calls[-1]["mmr_lambda"]) == (20, False, None)
     with pytest.raises(StoreNotFound, match="call the harvest tool"):
         service.search(charter, "q", next_step="call the harvest tool first")
 

@@ -1,4 +1,4 @@
-"""What a synthesis produces (``synthesize.py``): evidence blocks (a verbatim quote, its URL and last-updated date,
+"""What a synthesis produces: evidence blocks (a verbatim quote, its URL and last-updated date,
 and the other pages that state the same, ``also_at``), gaps, sections and the whole result with its JSON
 document (DESIGN "Evidence blocks"). Plain records: no retrieval, no model."""
 
@@ -18,17 +18,15 @@ class EvidenceBlock:
     quote: str
     url: str
     last_updated: str | None
-    score: float
+    score: float  # the evidence scorer's probability that the quote answers the section's question
     chunk_id: str
     query: str
     heading: bool = False  # the quote is a heading or headline of the page that states the answer
     also_at: list[Source] = field(default_factory=list)  # other pages stating the same facts (merged blocks)
-    rank: float | None = None  # the rank score that ordered the section's blocks (orchestrator/quotes.py)
-    states_answer_type: bool | None = None  # its quote states an answer of the section's answer_type (None: no type)
 
     @property
     def markdown(self) -> str:
-        from .untrusted import evidence_line, markdown_escape  # security: quote escaped, one line one block
+        from ..untrusted import evidence_line, markdown_escape  # security: quote escaped, one line one block
 
         line = evidence_line(self.label, self.n, self.quote, display_url(self.url), self.last_updated)
         for src in self.also_at:
@@ -56,7 +54,7 @@ class Gap:
     question: str
     searched_chunks: int
     searched_pages: int
-    reason: str | None = None  # why quotes that met the bar were not evidence ("no quote states a quantity")
+    reason: str | None = None  # why nothing was evidence, when there is more to say than the threshold
 
     @property
     def markdown(self) -> str:
@@ -74,7 +72,6 @@ class SectionResult:
     queries: list[str]
     blocks: list[EvidenceBlock] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
-    answer_type: str | None = None  # what the question asks for (orchestrator/answer_types.py), None: no type
 
     @property
     def answered(self) -> bool:
@@ -112,7 +109,6 @@ class SynthesisResult:
                     "label": s.label,
                     "question": s.question,
                     "queries": s.queries,
-                    "answer_type": s.answer_type,
                     "blocks": [
                         {
                             "n": b.n,
@@ -123,8 +119,6 @@ class SynthesisResult:
                             "quote": b.quote,
                             "query": b.query,
                             "heading": b.heading,
-                            "rank": round(b.rank, 4) if b.rank is not None else None,
-                            "states_answer_type": b.states_answer_type,
                             "also_at": [dict(asdict(a), score=round(a.score, 4)) for a in b.also_at],
                             "markdown": b.markdown,
                         }
@@ -152,6 +146,6 @@ def acceptance_summary(acceptance: list[Any]) -> dict[str, int]:
 
 def display_url(url: str) -> str:
     """A URL without its scheme and without userinfo (``user:pass@``), as evidence blocks print it."""
-    from .url_safety import display  # security: never cite credentials or a spoofed user@ name (issue 11)
+    from ..url_safety import display  # security: never cite credentials or a spoofed user@ name
 
     return display(url)
