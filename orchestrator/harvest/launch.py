@@ -9,6 +9,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from memory_store.settings import settings
+
 from ..errors import BrowserNotFound
 
 __all__ = ["LAUNCH_ARGS", "existing_file", "find_browser", "find_browser_with"]
@@ -57,7 +59,7 @@ def find_browser() -> str:
 
 
 def find_browser_with(managed: Callable[[], str | None]) -> str:
-    env = os.environ.get("BRT_BROWSER")
+    env = settings().browser
     if env:
         path = Path(env).expanduser()
         if path.is_file() and os.access(path, os.X_OK):
