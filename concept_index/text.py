@@ -135,7 +135,7 @@ def candidate_phrases(text: str) -> list[tuple[str, str]]:
 
 
 def key_phrases(pages: dict[str, str], top: int = 12) -> list[PhraseStats]:
-    """Salient key phrases across pages (method in README, "Concept index").
+    """Salient key phrases across pages (method in docs/concept-index.md).
 
     Candidates are 1–3-word runs of content words (RAKE-style: stopwords and punctuation split them). A
     phrase's salience is ``df/N * log(1 + N/df) * w`` with ``df`` the pages containing it, ``N`` the pages

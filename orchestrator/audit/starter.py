@@ -87,7 +87,7 @@ def starter_text(
     criterion = question.rstrip("?. ") + ": answered with at least one verbatim, dated quote"
     lines = [
         "# A brt task charter: a starter written by `brt charter init`. Edit it, then check it with",
-        "# `brt charter validate FILE`. The fields are explained in README \"Charter format\"; the JSON Schema",
+        "# `brt charter validate FILE`. The fields are explained in docs/charters.md; the JSON Schema",
         "# comes from `brt charter schema`. Paths are relative to this file's folder.",
         f"id: {_q(cid)}  # names the store; [a-z0-9][a-z0-9_-]{{0,63}}",
         f"title: {_q(title or _topic(question))}",
