@@ -19,7 +19,7 @@ from .errors import (
 )
 from .memory import Memory
 from .records import CheckResult, Hit, PageInput, PageRecord, StoreStats
-from .settings import Settings, brt_home, settings
+from .settings import Settings, brt_home
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -44,5 +44,4 @@ __all__ = [
     "get_embedder",
     "is_remote_uri",
     "redact_uri",
-    "settings",
 ]
