@@ -35,8 +35,8 @@ DEFAULT_BATCH_SIZE = 32
 
 BACKENDS = ("flag", "onnx", "onnx-int8")
 PRECISIONS = {"flag": "fp32", "onnx": "fp32", "onnx-int8": "int8"}
-# The default model's engine when neither BRT_EMBED_BACKEND nor the store decides (BENCHMARKS.md, "Embedding
-# backends", says why).
+# The default model's engine when neither BRT_EMBED_BACKEND nor the store decides (docs/storage.md, "Embeddings",
+# says why).
 DEFAULT_BACKEND = "onnx"
 BACKEND_ENV = "BRT_EMBED_BACKEND"
 

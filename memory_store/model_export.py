@@ -17,7 +17,7 @@ text); one per-tensor activation scale cannot hold them, so those channels are s
 the int8 MatMul sees the input with them zeroed, and a K-row fp32 MatMul adds their share back. They are found
 by running the fused model on the probe texts (``_outlier_channels``). Quantising every weight naively moved
 vectors to cosine 0.90-0.94 of fp32; keeping the FFN outputs fp32 gave 0.9968 at 1.4x ONNX fp32; this split
-gives 0.996 at 1.7x (BENCHMARKS.md, "Outlier channels split off").
+gives 0.996 at 1.7x (bench/embed_backends.py; docs/benchmarks.md).
 """
 
 from __future__ import annotations
