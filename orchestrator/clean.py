@@ -57,7 +57,7 @@ def clean(
     from .errors import HarvestBusy
 
     try:
-        # held for the whole clean (issue 11): a running harvest refuses the clean before any file is written
+        # held for the whole clean: a running harvest refuses the clean before any file is written
         lock = mem.harvest_lock()
         lock.__enter__()
     except StoreLocked as exc:
@@ -68,7 +68,7 @@ def clean(
         extra.extend(_concept_records(charter, mem))
         from .audit.hooks import clean_records
 
-        extra.extend(clean_records(charter, mem, vectors=vectors))  # audit (issue 14): charter, synthesis, concepts
+        extra.extend(clean_records(charter, mem, vectors=vectors))  # audit: charter, synthesis, concepts
         manifest = mem.snapshot(path, extra_records=extra, include_vectors=vectors, tool_version=__version__)
         har = merge_hars(har_files(mem), path.with_suffix(".har"))
         if not keep_store:

@@ -218,7 +218,7 @@ def search(
     no_mmr: bool,
     as_json: bool,
 ) -> None:
-    """Search the charter's store (hybrid BM25 + vector with MMR by default; see README "Retrieval")."""
+    """Search the charter's store (hybrid BM25 + vector with MMR by default; see docs/retrieval.md)."""
     from . import service
     from .evidence import display_url
 
@@ -266,7 +266,7 @@ def synthesize(charter: str, out: str | None, as_json: bool, allow_doc_anywhere:
     from .synthesize import synthesize as run_synthesize
 
     c = service.load(charter)
-    if out is None:  # security (issue 11): a charter may not aim outputs.doc outside its folder unasked
+    if out is None:  # security: a charter may not aim outputs.doc outside its folder unasked
         charter_doc_path(c, allow_anywhere=allow_doc_anywhere)
     service.require_store(c)
     result = run_synthesize(c, out=out)
@@ -427,7 +427,7 @@ def charter_schema() -> None:
 @cli.command()
 @_handle_errors
 def mcp() -> None:
-    """Run the MCP server over stdio (tools, prompts; see README, "Agents")."""
+    """Run the MCP server over stdio (tools, prompts; see docs/mcp.md)."""
     try:
         from .mcp_server import run as run_server
     except ImportError as exc:
@@ -446,7 +446,7 @@ def demo(keep: bool) -> None:
     sys.exit(run_demo(keep=keep, echo=click.echo))
 
 
-# -- audits (issue 14): verify, restore, report, ls, charter init; thin wrappers over orchestrator.audit ------
+# -- audits: verify, restore, report, ls, charter init; thin wrappers over orchestrator.audit ------
 
 
 @cli.command()

@@ -1,4 +1,4 @@
-"""The small hooks synthesis, harvest and clean call (each marked "audit (issue 14)" at its call site).
+"""The small hooks synthesis, harvest and clean call (each marked "audit" at its call site).
 
 - ``audit_synthesis``: acceptance verdicts, conflicts and agreements of a finished synthesis;
 - ``section_lines`` / ``acceptance_lines``: their Markdown;

@@ -1,4 +1,4 @@
-"""brt's MCP tools for audits (issue 14): ``verify``, ``restore``, ``report``, ``list_charters`` and
+"""brt's MCP tools for audits: ``verify``, ``restore``, ``report``, ``list_charters`` and
 ``charter_init``, thin wrappers over this package, registered by ``orchestrator.mcp_server``. Like every tool
 there, they only parse arguments and render; text from pages (failure messages name harvested URLs) is escaped
 so that no delimiter appears in it, and a report is written to a file, never returned as text."""

@@ -122,7 +122,7 @@ def har_redirects(har: Path) -> dict[str, str]:
             None,
         )
         if location:
-            from .. import url_safety  # the browser's reading of the Location (issue 11)
+            from .. import url_safety  # the browser's reading of the Location
 
             redirects[url] = url_safety.join(url, location) or location
     return redirects

@@ -9,6 +9,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from memory_store.settings import settings
+
 from ..errors import BrowserNotFound
 
 __all__ = ["LAUNCH_ARGS", "existing_file", "find_browser", "find_browser_with"]
@@ -20,7 +22,7 @@ logger = logging.getLogger(__name__)
 _NOWHERE = "http://127.0.0.1:1/"
 
 #: Flags that keep Chromium from talking to anything but the pages we ask for (see DESIGN.md, "This machine").
-#: The last ones (issue 11): even with --disable-component-update, Chromium's update client asks
+#: The last ones: even with --disable-component-update, Chromium's update client asks
 #: update.googleapis.com at every launch, and the sign-in code asks accounts.google.com (ListAccounts); they
 #: are pointed at _NOWHERE (the security tests read Chromium's net log: no other host is looked up).
 LAUNCH_ARGS = [
@@ -57,7 +59,7 @@ def find_browser() -> str:
 
 
 def find_browser_with(managed: Callable[[], str | None]) -> str:
-    env = os.environ.get("BRT_BROWSER")
+    env = settings().browser
     if env:
         path = Path(env).expanduser()
         if path.is_file() and os.access(path, os.X_OK):

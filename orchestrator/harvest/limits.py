@@ -1,4 +1,4 @@
-"""Every harvest is bounded (issue 11): pages in the store, URLs attempted, wall time, and the disk.
+"""Every harvest is bounded: pages in the store, URLs attempted, wall time, and the disk.
 
 - ``harvest.max_pages`` is the store's total: pages already in the store count, so running the same harvest
   again does not add another ``max_pages`` (re-storing a page the store holds, as ``--refresh`` does, adds

@@ -122,7 +122,7 @@ async def harvest_async(
     try:
         from ..audit.hooks import after_harvest_start
 
-        await asyncio.to_thread(after_harvest_start, charter, memory)  # audit (issue 14): the charter as harvested
+        await asyncio.to_thread(after_harvest_start, charter, memory)  # audit: the charter as harvested
         reader: PageReader
         if on_ray:
             from .ray_engine import ray_session  # Ray is imported on this path only

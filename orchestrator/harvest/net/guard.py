@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import os
 import socket
+
+from memory_store.settings import settings
 
 __all__ = [
     "NetGuard",
@@ -104,7 +105,7 @@ def parse_resolver_rules(rules: str | None) -> dict[str, str]:
 
 
 def resolver_rules_from_env() -> str | None:
-    return os.environ.get(RESOLVER_RULES_ENV) or None
+    return settings().host_resolver_rules
 
 
 class NetGuard:

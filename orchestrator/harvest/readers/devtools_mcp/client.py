@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import shutil
 import tempfile
 import time
@@ -27,6 +26,8 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from memory_store.settings import settings
 
 from ....errors import DevtoolsMcpError, DevtoolsMcpNotFound, first_line
 from ... import launch
@@ -68,7 +69,7 @@ def find_devtools_mcp() -> list[str]:
     current folder's), a ``chrome-devtools-mcp`` on PATH, else ``npx --no-install``. Raises
     DevtoolsMcpNotFound saying how to install what is missing."""
     node = shutil.which("node")
-    env = os.environ.get("BRT_DEVTOOLS_MCP")
+    env = settings().devtools_mcp
     if env:
         path = Path(env).expanduser()
         if path.suffix in (".js", ".mjs", ".cjs"):
