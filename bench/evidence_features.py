@@ -34,7 +34,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench._common import write_har  # noqa: E402
+from bench._common import write_har, write_result  # noqa: E402
 from bench.evidence_squad import run_cli  # noqa: E402
 
 
@@ -174,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         json.dump({"dataset": args.dataset, "recipe": vars(args), "features_version": _features(), "questions": rows},
                   fh)
     n = sum(len(r["candidates"]) for r in rows)
+    write_result(f"evidence_features_{args.dataset}", {"questions": len(rows), "candidates": n, "out": args.out,
+                                                        "harvest_s": round(t1 - t0, 1),
+                                                        "features_s": round(time.monotonic() - t1, 1)})
     print(f"[features] {len(rows)} questions, {n} candidates; harvest {t1 - t0:.0f} s, features "
           f"{time.monotonic() - t1:.0f} s -> {args.out} (stores under {home})", file=sys.stderr)
     return 0

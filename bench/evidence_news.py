@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[news] {cid}: {len(qs)} sections, harvest {timings[f'harvest {cid}']} s", file=sys.stderr)
         for name, (qs, blocks) in totals.items():
             report["runs"][name] = score(qs, blocks)
-        emit(report, timings, args.json_out)
+        emit(report, timings, args.json_out, "evidence_news")
         if args.misses:
             Path(args.misses).write_text(json.dumps(missed, indent=2, ensure_ascii=False) + "\n")
     finally:

@@ -54,7 +54,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench._common import machine_info, write_har  # noqa: E402
+from bench._common import machine_info, write_har, write_result  # noqa: E402
 
 HOST = "squad.brt-bench.test"
 
@@ -228,14 +228,16 @@ def baseline_tree(rev: str, tmp: Path) -> Path:
     return path
 
 
-def emit(report: dict, timings: dict, json_out: str | None) -> None:
-    """Finish ``report`` (timings, machine, command), print it and write it to ``json_out``."""
+def emit(report: dict, timings: dict, json_out: str | None, name: str) -> None:
+    """Finish ``report`` (timings, machine, command), print it, write it to ``json_out`` and as the latest
+    result of benchmark ``name`` (``bench/results/<name>.json``)."""
     report["timings_s"] = timings
     report["machine"] = machine_info()
     report["command"] = " ".join([Path(sys.executable).name, *sys.argv])
     print(json.dumps(report, indent=2))
     if json_out:
         Path(json_out).write_text(json.dumps(report, indent=2) + "\n")
+    write_result(name, report)
 
 
 def clean_up(base: Path | None, tmp: Path, *, keep: bool, tag: str) -> None:
@@ -314,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                 add("plain top-k hits, best sentence by cosine", key, qs, plain_blocks(cid, qs, k=5))
         for name, (qs, blocks) in totals.items():
             report["runs"][name] = score(qs, blocks)
-        emit(report, timings, args.json_out)
+        emit(report, timings, args.json_out, "evidence_squad")
     finally:
         clean_up(base, tmp, keep=args.keep_tmp, tag="squad")
     return 0

@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
         for system, (qs, bs, tx) in totals.items():
             report["runs"][system] = score(qs, bs, tx)
-        emit(report, timings, args.json_out)
+        emit(report, timings, args.json_out, "evidence_webqa")
         if args.misses:
             Path(args.misses).write_text(json.dumps(missed, indent=2, ensure_ascii=False) + "\n")
     finally:

@@ -416,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
                              "second": fitted["second"]}
         report["weights"] = dict(zip(FEATURES, (round(c, 4) for c in fitted["model"]["coef"]), strict=True))
     print(json.dumps(report, indent=1))
+    from bench._common import write_result
+
+    write_result("evidence_scorer", report)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=1) + "\n")
     return 0

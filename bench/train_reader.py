@@ -280,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(info, indent=1))
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "reader-train.json").write_text(json.dumps(info, indent=1) + "\n")
+    from bench._common import write_result
+
+    write_result("evidence_reader", info)
     return 0
 
 

@@ -58,6 +58,10 @@ VARIABLES: tuple[Variable, ...] = (
              "the Chromium or Chrome binary harvests launch"),
     Variable("BRT_DEVTOOLS_MCP", "devtools_mcp", "unset (./node_modules, then npx)",
              "the chrome-devtools-mcp command or .js file for harvest --via devtools-mcp"),
+    Variable("BRT_EVIDENCE_SCORER", "evidence_scorer", "unset (the shipped orchestrator/evidence/models/scorer.json)",
+             "another evidence scorer weights file (a benchmark's held-out fold, an experiment)"),
+    Variable("BRT_EVIDENCE_READER", "evidence_reader", "unset (the shipped orchestrator/evidence/models/reader.onnx)",
+             "a folder holding another evidence reader: reader.onnx and reader-tokenizer/"),
     Variable("BRT_HOST_RESOLVER_RULES", "host_resolver_rules", "unset",
              "Chromium host-resolver rules (MAP name 127.0.0.1, ...) for test sites on made-up names"),
 )
@@ -78,6 +82,8 @@ class Settings:
     browser: str | None = None
     devtools_mcp: str | None = None
     host_resolver_rules: str | None = None
+    evidence_scorer: Path | None = None
+    evidence_reader: Path | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -131,6 +137,8 @@ def _path(name: str, value: str) -> Path:
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "torch_threads": _threads,
     "model_cache": _path,
+    "evidence_scorer": _path,
+    "evidence_reader": _path,
     "lock_timeout_s": _seconds(0.0),
     "lease_ttl_s": _seconds(0.001),
 }

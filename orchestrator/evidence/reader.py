@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -82,9 +81,10 @@ class Reader:
 def reader_files() -> tuple[Path, Path]:
     """The reader's ONNX file and tokenizer: ``BRT_EVIDENCE_READER`` (a folder holding ``reader.onnx`` and
     ``reader-tokenizer/``) when set, else the shipped ones."""
-    env = os.environ.get("BRT_EVIDENCE_READER", "").strip()
-    if env:
-        folder = Path(env).expanduser()
+    from memory_store.settings import settings
+
+    folder = settings().evidence_reader
+    if folder is not None:
         return folder / "reader.onnx", folder / "reader-tokenizer" / "tokenizer.json"
     return READER_FILE, TOKENIZER_FILE
 

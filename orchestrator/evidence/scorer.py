@@ -34,7 +34,6 @@ from .features import FEATURES, Features
 MODELS = Path(__file__).resolve().parent / "models"
 DEFAULT_SCORER = MODELS / "scorer.json"
 MANIFEST = MODELS / "manifest.json"
-ENV_SCORER = "BRT_EVIDENCE_SCORER"
 #: Standardised features are clipped to +-CLIP: a value far outside the dev data cannot dominate the logit.
 CLIP = 6.0
 
@@ -92,8 +91,9 @@ def _sigmoid(z: float) -> float:
 
 def scorer_path() -> Path:
     """The weights file in use: ``BRT_EVIDENCE_SCORER`` when set, else the shipped one."""
-    env = os.environ.get(ENV_SCORER, "").strip()
-    return Path(env).expanduser() if env else DEFAULT_SCORER
+    from memory_store.settings import settings
+
+    return settings().evidence_scorer or DEFAULT_SCORER
 
 
 def recorded_sha256(path: Path) -> str | None:
