@@ -14,9 +14,9 @@ The dumps come from ``bench/evidence_features.py`` (one per domain). What is fit
    that the section's first block answers it.
 3. **The bars**: ``threshold`` (a first block, else a Gap) and ``second`` (every further block), chosen on the
    same out-of-fold predictions by running the real ``orchestrator.evidence.select`` over a grid: the threshold
-   that maximises the mean over domains of answer@1 + Gap rate on unanswerable questions (the first block's
-   decision), then the second bar that maximises answer@k + precision (``--objective sum``: both at once on the
-   sum of the four).
+   that maximises the mean over domains of the share of sections whose first line is right (a first block that
+   holds the answer, or a Gap for a question nothing answers), then the second bar that maximises answer@k +
+   precision (``--objective sum``: both at once on answer@1 + answer@k + precision + Gap rate).
 
 Cross-validation: the questions are split into ``--folds`` folds by group (fold ``i`` holds web-qa charter ``i``,
 and a share of the SQuAD articles and news events, dealt in order), so a held-out fold's pages and questions
@@ -53,7 +53,8 @@ from orchestrator.evidence.select import Scored, select  # noqa: E402
 GROUPS = {
     "embedding": ("cos", "cos_max", "cos_first", "cos_later", "cos_rel", "cos_max_rel", "cos_topic", "cos_heading",
                   "cos_title", "chunk_cos", "chunk_rank", "section_best"),
-    "lexical": ("bm25", "bm25_log", "cover", "cover_plain", "cover_rel", "novelty", "restate", "question_terms"),
+    "lexical": ("bm25", "bm25_log", "cover", "cover_plain", "cover_rel", "novelty", "restate", "question_terms",
+                "unmatched"),
     "position": ("opener", "para_pos", "page_pos", "after_heading", "is_heading", "crosses_paragraph"),
     "shape": ("log_words", "two_sentences", "three_sentences", "best_first", "best_last"),
     "answer_type": tuple(f for f in FEATURES if f.startswith("asks_") or f in (
@@ -154,6 +155,59 @@ def fit_lr(qs: list[Q], l2: float, mask: np.ndarray) -> dict:
             "intercept": float(beta[-1])}
 
 
+def fit_listwise(qs: list[Q], l2: float, mask: np.ndarray) -> dict:
+    """A linear ranking model fitted listwise: per answerable question, the log of the softmax mass of the
+    candidates that hold the answer (several may), by Newton's method with L2 on the standardised, unmasked
+    features; questions weighted as in ``fit_lr``. The intercept stays 0 (a ranking has none); calibration
+    gives the probabilities."""
+    pool = [q for q in qs if q.answerable and len(q.y) and q.y.any()]
+    x_all = np.concatenate([q.x for q in qs if len(q.y)])
+    w_all = _weights([q for q in qs if len(q.y)])
+    mean = (x_all * w_all[:, None]).sum(0) / w_all.sum()
+    scale = np.sqrt(((x_all - mean) ** 2 * w_all[:, None]).sum(0) / w_all.sum())
+    scale[scale < 1e-9] = 1.0
+    per_domain: dict[str, int] = {}
+    for q in pool:
+        per_domain[q.dataset] = per_domain.get(q.dataset, 0) + 1
+    zs = [np.clip((q.x - mean) / scale, -CLIP, CLIP) * mask for q in pool]
+    weight = np.array([1.0 / per_domain[q.dataset] for q in pool])
+    weight = weight / weight.sum() * len(pool)
+    beta = np.zeros(len(FEATURES))
+
+    def loss(b: np.ndarray) -> float:
+        total = 0.5 * l2 * float(b @ b)
+        for z, q, w in zip(zs, pool, weight, strict=True):
+            s = z @ b
+            total += w * (np.logaddexp.reduce(s) - np.logaddexp.reduce(s[q.y > 0]))
+        return total
+
+    for _ in range(40):
+        grad = l2 * beta
+        hess = np.diag(np.full(len(beta), l2 + 1e-9))
+        for z, q, w in zip(zs, pool, weight, strict=True):
+            s = z @ beta
+            pos = q.y > 0
+            pa = np.exp(s - s.max())
+            pa /= pa.sum()
+            pp = np.where(pos, np.exp(s - s[pos].max()), 0.0)
+            pp /= pp.sum()
+            ma, mp = pa @ z, pp @ z
+            grad += w * (ma - mp)
+            hess += w * (((z * pa[:, None]).T @ z - np.outer(ma, ma)) - ((z * pp[:, None]).T @ z - np.outer(mp, mp)))
+        # the positives' term is concave, so the Hessian may lose definiteness: damp it
+        evals = np.linalg.eigvalsh(hess)
+        damp = max(0.0, 1e-6 - float(evals.min()))
+        step = np.linalg.solve(hess + np.eye(len(beta)) * damp, grad)
+        before, scale_ = loss(beta), 1.0
+        while loss(beta - scale_ * step) > before and scale_ > 1e-4:
+            scale_ /= 2
+        beta -= scale_ * step
+        if np.abs(scale_ * step).max() < 1e-7:
+            break
+    return {"features": list(FEATURES), "mean": mean.tolist(), "scale": scale.tolist(),
+            "coef": (beta * mask).tolist(), "intercept": 0.0}
+
+
 def logits(model: dict, x: np.ndarray) -> np.ndarray:
     if not len(x):
         return np.zeros(0)
@@ -208,11 +262,14 @@ def metrics(qs: list[Q], picks: list[list[int]]) -> dict:
         out["blocks"] = nb / len(ans)
     if una:
         out["gap_unanswerable"] = sum(1 for _, b in una if not b) / len(una)
+    # the share of sections whose first line is right: a block that holds the answer, or a Gap where none does
+    right = sum(1 for q, b in ans if b and q.y[b[0]]) + sum(1 for _, b in una if not b)
+    out["section_accuracy"] = right / len(qs) if qs else 0.0
     return out
 
 
 ALL_TERMS = ("answer@1", "answer@k", "precision", "gap_unanswerable")
-FIRST_TERMS = ("answer@1", "gap_unanswerable")
+FIRST_TERMS = ("section_accuracy",)
 SECOND_TERMS = ("answer@k", "precision")
 
 
@@ -245,9 +302,10 @@ OBJECTIVE = "two-step"
 
 
 def choose_bars(qs: list[Q], probs: list[np.ndarray]) -> tuple[float, float]:
-    """The bars by OBJECTIVE: ``two-step`` picks the threshold that maximises answer@1 + Gap rate (the
-    first block's decision), then the second bar that maximises answer@k + precision; ``sum`` picks both at
-    once on the sum of the four."""
+    """The bars by OBJECTIVE: ``two-step`` picks the threshold that maximises the share of sections whose first
+    line is right (a block that holds the answer, or a Gap where nothing answers), then the second bar that
+    maximises answer@k + precision; ``sum`` picks both at once on answer@1 + answer@k + precision + Gap rate.
+    Each is a mean over the domains."""
     orders = [blocks_of(q, p, 0.0, 0.0) for q, p in zip(qs, probs, strict=True)]
 
     def picks(t: float, s: float) -> list[list[int]]:
@@ -273,11 +331,19 @@ def calibrate(qs: list[Q], z: list[np.ndarray]) -> tuple[float, float]:
     return fit_platt(arr[:, 0], arr[:, 1])
 
 
+LOSS = "pointwise"
+
+
+def fit_model(qs: list[Q], l2: float, mask: np.ndarray) -> dict:
+    """The scoring model by LOSS: ``listwise`` (ranking, ``fit_listwise``) or ``pointwise`` (``fit_lr``)."""
+    return fit_listwise(qs, l2, mask) if LOSS == "listwise" else fit_lr(qs, l2, mask)
+
+
 def oof_logits(qs: list[Q], folds: list[int], l2: float, mask: np.ndarray) -> list[np.ndarray]:
     out: list[np.ndarray] = [np.zeros(0)] * len(qs)
     for f in sorted(set(folds)):
         train = [q for q, g in zip(qs, folds, strict=True) if g != f]
-        model = fit_lr(train, l2, mask)
+        model = fit_model(train, l2, mask)
         for i, (q, g) in enumerate(zip(qs, folds, strict=True)):
             if g == f:
                 out[i] = logits(model, q.x)
@@ -286,7 +352,7 @@ def oof_logits(qs: list[Q], folds: list[int], l2: float, mask: np.ndarray) -> li
 
 def fit_all(qs: list[Q], n_folds: int, l2: float, mask: np.ndarray) -> dict:
     """Model on ``qs``; calibration and bars from an inner out-of-fold split of ``qs``."""
-    model = fit_lr(qs, l2, mask)
+    model = fit_model(qs, l2, mask)
     inner = assign_folds(qs, n_folds)
     z = oof_logits(qs, inner, l2, mask)
     a, b = calibrate(qs, z)
@@ -383,11 +449,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_out", default=None)
     ap.add_argument("--read-top", type=int, default=0, help="the reader reads this many candidates (0: no reader)")
     ap.add_argument("--objective", choices=["two-step", "sum"], default="two-step", help="how the bars are chosen")
+    ap.add_argument("--loss", choices=["listwise", "pointwise"], default="pointwise", help="how the model is fitted")
     ap.add_argument("--reader-cache", default=None, help="cache of reader logits (json.gz), kept across runs")
     args = ap.parse_args(argv)
 
-    global OBJECTIVE
-    OBJECTIVE = args.objective
+    global OBJECTIVE, LOSS
+    OBJECTIVE, LOSS = args.objective, args.loss
     qs = load(args.dumps)
     mask = np.ones(len(FEATURES))
     for g in [*args.ablate, *([] if args.read_top else ["reader"])]:
@@ -395,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
             mask[FEATURES.index(name)] = 0.0
     report = {"dumps": [Path(p).name for p in args.dumps], "questions": len(qs), "folds": args.folds,
               "l2": args.l2, "ablate": args.ablate, "seed": args.seed, "read_top": args.read_top,
-              "objective": args.objective}
+              "objective": args.objective, "loss": args.loss}
     pre_models: dict | None = None
     final_qs = qs
     if args.read_top:

@@ -78,13 +78,14 @@ def load_questions(eval_dir: Path, max_questions: int) -> list[dict]:
         cands = [w for ws in per_para for w in ws]
         cand_terms = {w: terms(w) for w in cands}
         for p, ws in zip(art["paragraphs"], per_para, strict=True):
+            own = set(ws)
             for qa in p["qas"]:
                 answers = [norm(a["text"]) for a in qa["answers"] if a["text"].strip()]
                 pos = [w for w in ws if any(a in norm(w) for a in answers)]
                 neg = [w for w in cands if not any(a in norm(w) for a in answers)]
                 if pos and neg:
                     out.append({"question": qa["question"].strip(), "pos": pos, "neg": neg, "article": art["title"],
-                                "neg_terms": [cand_terms[w] for w in neg]})
+                                "neg_terms": [cand_terms[w] for w in neg], "own": own})
     if max_questions:
         step = len(out) / max_questions
         out = [out[int(i * step)] for i in range(max_questions)]
@@ -100,15 +101,24 @@ def hard_negatives(question: str, negs: list[str], neg_terms: list[list[str]], n
     return [negs[i] for i in order[:n]]
 
 
-def make_groups(questions: list[dict], group: int, rng: random.Random) -> list[list[str]]:
-    """One group per question: the positive first, then ``group - 1`` negatives."""
+def make_groups(questions: list[dict], group: int, rng: random.Random, no_answer: float) -> list[list[str]]:
+    """One group per question: ``[question, positive, negatives...]``; and for a share ``no_answer`` of the
+    questions a group with no positive, ``[question, None, negatives...]``: the most similar windows of the other
+    paragraphs of its article (the paragraph the question was written on left out), so the reader learns that
+    a passage on the topic is not an answer."""
     groups = []
     for q in questions:
         hard = q.get("hard") or hard_negatives(q["question"], q["neg"], q["neg_terms"], max(1, group - 2))
         q["hard"] = hard
         rest = [x for x in q["neg"] if x not in hard]
         negs = hard + (rng.sample(rest, 1) if rest else [])
-        groups.append([q["question"], rng.choice(q["pos"]), *negs[: group - 1]])
+        if len(negs) >= group - 1:
+            groups.append([q["question"], rng.choice(q["pos"]), *negs[: group - 1]])
+        if rng.random() < no_answer:
+            others = [x for x in q["neg"] if x not in q["own"]]
+            if len(others) >= group:
+                terms = [t for x, t in zip(q["neg"], q["neg_terms"], strict=True) if x not in q["own"]]
+                groups.append([q["question"], None, *hard_negatives(q["question"], others, terms, group)])
     return groups
 
 
@@ -152,16 +162,27 @@ def train(args: argparse.Namespace) -> dict:
     t0, step, losses = time.monotonic(), 0, []
     model.train()
     for epoch in range(args.epochs):
-        groups = make_groups(questions, args.group, rng)
+        groups = make_groups(questions, args.group, rng, args.no_answer)
         rng.shuffle(groups)
         for b in range(0, len(groups), args.batch):
             batch = groups[b : b + args.batch]
-            qs = [g[0] for g in batch for _ in g[1:]]
-            ps = [x for g in batch for x in g[1:]]
+            qs = [g[0] for g in batch for x in g[1:] if x is not None]
+            ps = [x for g in batch for x in g[1:] if x is not None]
+            labels = torch.tensor([float(i == 0) for g in batch for i, x in enumerate(g[1:]) if x is not None],
+                                  device=device)
             enc = tok(qs, ps, truncation="only_second", max_length=MAX_LEN, padding=True, return_tensors="pt")
             enc = {k: v.to(device) for k, v in enc.items()}
-            logits = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).view(len(batch), -1)
-            loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long, device=device))
+            flat = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
+            loss = args.pointwise * torch.nn.functional.binary_cross_entropy_with_logits(flat, labels)
+            answered = [i for i, g in enumerate(batch) if g[1] is not None]
+            if answered:  # listwise over the groups that hold an answer (the positive first)
+                starts, pos = [], 0
+                for g in batch:
+                    starts.append(pos)
+                    pos += sum(x is not None for x in g[1:])
+                rows = torch.stack([flat[starts[i] : starts[i] + args.group] for i in answered])
+                target = torch.zeros(len(answered), dtype=torch.long, device=device)
+                loss = loss + torch.nn.functional.cross_entropy(rows, target)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -262,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--max-questions", type=int, default=0)
     ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--no-answer", type=float, default=0.0,
+                    help="share of questions that also get a group with no answer (absolute scores)")
+    ap.add_argument("--pointwise", type=float, default=0.0, help="weight of the per-pair cross-entropy")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--no-export", action="store_true")
     ap.add_argument("--eval-dumps", nargs="*", default=[], help="dev dumps to score the reader alone on")

@@ -8,8 +8,9 @@ signals are deliberately general (no word list or pattern written for one datase
   page's title, the retrieved chunk's cosine and place in the retrieval order; each also relative to the best
   candidate of the section (how far below the best it stands);
 - lexical: BM25 over the section's candidates, the share of the question's terms it holds (idf-weighted and
-  plain), the share of its own terms the question lacks (what it adds) and a restatement signal (holds the
-  question's terms and adds little);
+  plain), the share of its own terms the question lacks (what it adds), a restatement signal (holds the
+  question's terms and adds little), and the share of the question's terms that no candidate of the section
+  holds (the pages never speak of what is asked);
 - position: opens its paragraph, its place in the paragraph and in the page, right under a heading, is a heading;
 - shape: length, number of sentences, where its best sentence stands (the topic sentence, then the answer);
 - answer type: what the question asks (who, when, where, a quantity, why, how, what, yes/no, a statement) and
@@ -92,6 +93,7 @@ class Features:
     novelty: float
     restate: float
     question_terms: float
+    unmatched: float
     # position
     opener: float
     para_pos: float
@@ -225,6 +227,8 @@ def featurize(
     bm = bm25_scores(set(question.terms), span_terms)
     top_bm = max(bm) if bm and max(bm) > 0 else 1.0
     covers = _coverage(question.terms, span_terms)
+    seen = set().union(*map(set, span_terms)) if span_terms else set()
+    unmatched = len(question.terms - seen) / len(question.terms) if question.terms else 0.0
     sc = [sent_cos[id(s.chunk)][s.lo : s.hi + 1] for s in spans]
     best_cos, best_max = float(cos.max()), max(float(x.max()) for x in sc)
     best_cover = max(c for c, _ in covers)
@@ -246,6 +250,7 @@ def featurize(
             novelty=novelty,
             restate=cover * (1.0 - novelty),
             question_terms=math.log1p(len(question.terms)),
+            unmatched=unmatched,
             page_pos=page_pos.get(s.hit.id, 0.0),
         )
         out.append(Features(**f))

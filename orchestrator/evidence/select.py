@@ -60,12 +60,12 @@ def overlaps(a: Span, b: Span) -> bool:
 
 
 def select(candidates: list[Scored], *, k: int, threshold: float, second: float) -> list[Scored]:
-    """The blocks of one section, best first (see the module's docstring)."""
+    """The blocks of one section, best first (see the module's docstring). A quote that repeats a block's facts
+    on another page needs only the threshold to join it: it is a second source of an answer already given."""
     ranked = sorted(candidates, key=lambda c: (-c.p, c.span.words, c.span.chunk.rank))
     chosen: list[Scored] = []
     for c in ranked:
-        bar = threshold if not chosen else max(threshold, second)
-        if c.p < bar:
+        if c.p < threshold:
             break
         if any(overlaps(c.span, o.span) for o in chosen):
             continue
@@ -74,6 +74,6 @@ def select(candidates: list[Scored], *, k: int, threshold: float, second: float)
             if c.url not in {twin.url, *(a.url for a in twin.also)}:
                 twin.also.append(c)
             continue
-        if len(chosen) < k:
+        if len(chosen) < k and (not chosen or c.p >= second):
             chosen.append(c)
     return chosen
