@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..relevance import mentions, named_subjects
+from ..untrusted import trusted
 from .quantities import stem as _stem
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         return {
             "criterion": self.criterion,
-            "verdict": self.verdict,
+            "verdict": trusted(self.verdict),  # brt's own words (an agent reads them bare)
             "reason": self.reason,
             "kind": self.kind,
             "subjects": self.subjects,

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
-import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -84,6 +84,7 @@ def restore(
     from memory_store.memory import validate_charter_id
 
     from ..config import brt_home, memory_basepath
+    from ..files import write_file
     from .verify import verify
 
     snap_path = Path(snapshot).expanduser()
@@ -99,7 +100,7 @@ def restore(
     except ValueError as exc:
         raise RestoreError(str(exc)) from None
     base = memory_basepath()
-    if Memory.exists(charter_id, basepath=base) or (base / charter_id).exists():
+    if Memory.exists(charter_id, basepath=base) or os.path.lexists(base / charter_id):  # a planted link too
         raise RestoreError(
             f"a store for charter {charter_id!r} exists at {base / charter_id}: restore under another id "
             f"(--id NEW_ID) or remove it first (brt clean)"
@@ -110,7 +111,7 @@ def restore(
     if harvested is not None:
         ext = "json" if harvested["format"] == "json" else "yaml"
         target = Path(charter_out).expanduser() if charter_out else brt_home() / "charters" / f"{charter_id}.{ext}"
-        if target.exists() and target.read_text(encoding="utf-8") != harvested["text"] and not force:
+        if os.path.lexists(target) and not force and not _holds(target, harvested["text"]):
             raise RestoreError(f"{target} exists with other content: choose another path with --charter")
         charter_path = target
     mem = Memory(charter_id, basepath=base, model=snap.manifest.get("embedding_model"))
@@ -122,9 +123,8 @@ def restore(
         except Exception:  # noqa: BLE001
             log.exception("cannot remove the half-restored store %s", mem.path)
         raise
-    if charter_path is not None and harvested is not None:
-        charter_path.parent.mkdir(parents=True, exist_ok=True)
-        charter_path.write_text(harvested["text"], encoding="utf-8")
+    if charter_path is not None and harvested is not None:  # a symlink there is replaced, never followed
+        charter_path = write_file(charter_path, harvested["text"], within=None if charter_out else [brt_home()])
     result.charter_path = charter_path
     log.info("restored %s from %s into %s", charter_id, snap_path, mem.path)
     return result
@@ -136,6 +136,7 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
 
     from memory_store import ModelMismatch, get_embedder
 
+    from ..files import copy_file
     from .trail import CHARTER_FILE, write_synthesis
 
     dim = int(snap.manifest.get("embedding_dim") or 0)
@@ -196,9 +197,7 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
     har = None
     if snap.har_path.is_file():
         stamp = re.sub(r"[^0-9TZ]", "", str(snap.manifest.get("created_at") or "")) or "00000000T000000Z"
-        har = mem.path / "har" / f"{stamp}.har"
-        har.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(snap.har_path, har)
+        har = copy_file(snap.har_path, mem.path / "har" / f"{stamp}.har", within=[mem.path])
     check = mem.check()
     if not check.ok:
         log.warning("the restored store of %s has problems: %s", charter_id, check.problems[:5])
@@ -246,6 +245,18 @@ def _restore_concepts(snap: Snapshot, mem: Any, charter_id: str, harvested: dict
 
     update_from_store(mem, sections, rebuild=True)
     return "rebuilt"
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether ``path`` is a regular file (not a symlink) that holds ``text``."""
+    from ..files import FileRefused, read_regular
+
+    if path.is_symlink():
+        return False
+    try:
+        return read_regular(path, limit=len(text.encode("utf-8")) + 1).decode("utf-8", "replace") == text
+    except (OSError, FileRefused):
+        return False
 
 
 _ID_LINE = re.compile(r"^(id[ \t]*:[ \t]*)([^#\n]*?)([ \t]*(?:#.*)?)$", re.MULTILINE)
