@@ -93,6 +93,9 @@ def restore(
         listed = "\n".join(f"  {f}" for f in checked.failures[:20])
         raise RestoreError(f"{snap_path} fails verification, not restored (use --force to restore anyway):\n{listed}")
     snap = read_snapshot(snap_path, keep_vectors=True)
+    if snap.problems:  # not even --force restores records that do not fit the schema (records.py)
+        listed = "\n".join(f"  {p}" for p in snap.problems[:20])
+        raise RestoreError(f"{snap_path} holds records brt cannot read, not restored:\n{listed}")
     old_id = snap.charter_id
     charter_id = new_id or old_id
     try:
