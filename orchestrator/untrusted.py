@@ -212,10 +212,11 @@ _LINE_BREAKS = re.compile(r"[\r\n\u0085\u2028\u2029\v\f]+")
 
 
 def markdown_escape(text: str) -> str:
-    """``text`` for one line of Markdown: line breaks collapsed to spaces, invisible characters removed, and
-    ``\\`` ``"`` ``\u0060`` ``[`` ``]`` ``<`` ``>`` ``*`` ``_`` ``|`` backslash-escaped (rendered Markdown shows
-    them as they were; the raw line cannot be read as another block, a link, an image, code or HTML)."""
-    return _MD_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", strip_invisible(text)))
+    """``text`` for one line of Markdown: line breaks collapsed to spaces, invisible and control characters
+    removed, and ``\\`` ``"`` ``\u0060`` ``[`` ``]`` ``<`` ``>`` ``*`` ``_`` ``|`` backslash-escaped (rendered
+    Markdown shows them as they were; the raw line cannot be read as another block, a link, an image, code or
+    HTML, nor drive a terminal it is printed on)."""
+    return _MD_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", strip_controls(strip_invisible(text))))
 
 
 def markdown_quote(quote: str) -> str:

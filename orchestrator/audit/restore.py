@@ -267,6 +267,9 @@ _ID_LINE = re.compile(r"^(id[ \t]*:[ \t]*)([^#\n]*?)([ \t]*(?:#.*)?)$", re.MULTI
 
 def _renamed_charters(snap: Snapshot, charter_id: str) -> list[dict[str, Any]]:
     """The snapshot's charter records, their text carrying ``charter_id`` (sha256 recomputed)."""
+    import yaml
+
+    from ..errors import BrtError, first_line
     from .trail import parse_charter_text, sha256_text
 
     out = []
@@ -274,8 +277,12 @@ def _renamed_charters(snap: Snapshot, charter_id: str) -> list[dict[str, Any]]:
         text = str(rec.get("text") or "")
         fmt = str(rec.get("format") or "yaml")
         if charter_id != snap.charter_id:
-            text = _rename(text, fmt, charter_id)
-            parse_charter_text(text, fmt)  # still valid
+            try:
+                text = _rename(text, fmt, charter_id)
+                parse_charter_text(text, fmt)  # still valid
+            except (ValueError, TypeError, AttributeError, BrtError, yaml.YAMLError) as exc:
+                raise RestoreError(f"the recorded charter {str(rec.get('sha256'))[:12]} cannot be restored as "
+                                   f"{charter_id!r}: {first_line(exc)}") from None
         out.append({
             "sha256": sha256_text(text),
             "original_sha256": rec.get("sha256"),

@@ -125,7 +125,11 @@ def quote_in_chunk(quote: str, chunk_text: str) -> bool:
 
 
 def _loose(text: str) -> str:
-    return " ".join(re.sub(r"[\"\\“”]", " ", text).split())
+    """A line or quote compared loosely: quote marks, backslashes (the Markdown line's escapes), format and
+    control characters (which ``untrusted.markdown_escape`` drops) left out, whitespace collapsed."""
+    from ..untrusted import strip_controls, strip_invisible
+
+    return " ".join(re.sub(r"[\"\\“”]", "", strip_controls(strip_invisible(text))).split())
 
 
 def verify(snapshot: str | Path, *, har: str | Path | None = None, check_har: bool = True,

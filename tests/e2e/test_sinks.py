@@ -27,7 +27,6 @@ import yaml
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
-from orchestrator.untrusted import QUOTE_CLOSE, strip_controls
 from tests.sites.attack import start_server
 
 pytest.importorskip("mcp")
@@ -71,7 +70,7 @@ def _hostile_page(i: int) -> bytes:
         f"<h1>Lighthouse lamp {p[1]}</h1><p>{LAMP * 3} {p[2]}</p>"
         f"<h2>Tides {p[3]}</h2><p>{TIDE * 3} {p[4]}</p>"
         "</article></main></body></html>"
-    ).encode("utf-8")
+    ).encode()
 
 
 def _site() -> Any:
@@ -122,11 +121,14 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Any:
 
 # -- what each sink may show ----------------------------------------------------------------------------------
 
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+QUOTE_CLOSE = "<<<END BRT QUOTED PAGE CONTENT>>>"
+#: What a terminal acts on: C0 and C1 controls but tab and newline (CR only before LF), and bidi controls.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
 
 
 def assert_terminal_safe(text: str, what: str) -> None:
-    assert strip_controls(text) == text and not _BIDI.search(text), f"{what}: {text[:2000]!r}"
+    found = _CONTROL.search(text)
+    assert found is None, f"{what}: {found!r} in {text[max(0, found.start() - 300):found.start() + 100]!r}"
 
 
 def _normalised(text: str) -> str:
@@ -362,5 +364,11 @@ def test_every_mcp_tool_over_hostile_pages_servers_and_snapshots(hostile: Any) -
     assert len(seen) > 25
     # the reports the MCP tool wrote: the same guarantees as on stdout
     for path in (home / "reports").iterdir():
-        fmt = path.suffix.lstrip(".")
-        _check_report(path.read_text(encoding="utf-8"), fmt, f"MCP report {path.name}")
+        fmt, text = path.suffix.lstrip("."), path.read_text(encoding="utf-8")
+        if fmt == "md":
+            assert_terminal_safe(text, f"MCP report {path.name}")
+            assert_markdown_safe(text, f"MCP report {path.name}")
+        elif fmt == "csv":
+            assert_csv_safe(text, f"MCP report {path.name}")
+        else:
+            assert_html_safe(text, f"MCP report {path.name}")
