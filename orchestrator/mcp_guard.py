@@ -51,7 +51,7 @@ MAX_ARG_CHARS = 4096
 MAX_PAGE_CHARS = 32_000_000
 #: The most items a list argument holds (``charter_init``'s urls and sections).
 MAX_ARG_ITEMS = 100
-_PAGE_ARGS = frozenset({"html", "text"})
+_PAGE_ARGS = frozenset({("add_page", "html"), ("add_page", "text")})
 #: The environment variable that lets MCP ``harvest`` attach to a running browser (``browser_url``).
 ATTACH_ENV = "BRT_MCP_ALLOW_ATTACH"
 
@@ -76,22 +76,17 @@ def attach_allowed(flag: bool | None = None) -> bool:
     return os.environ.get(ATTACH_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _limit(key: str) -> int:
-    return MAX_PAGE_CHARS if key in _PAGE_ARGS else MAX_ARG_CHARS
-
-
-def check_arguments(arguments: Mapping[str, Any]) -> None:
-    """OwnToolError when a string argument (or a string inside a list argument) is longer than its limit, or a
-    list holds more than MAX_ARG_ITEMS items."""
+def check_arguments(tool: str, arguments: Mapping[str, Any]) -> None:
+    """OwnToolError when a string argument of ``tool`` (or a string inside a list argument) is longer than its
+    limit, or a list holds more than MAX_ARG_ITEMS items."""
     for key, value in arguments.items():
+        limit = MAX_PAGE_CHARS if (tool, key) in _PAGE_ARGS else MAX_ARG_CHARS
         values = value if isinstance(value, list) else [value]
         if isinstance(value, list) and len(value) > MAX_ARG_ITEMS:
             raise OwnToolError(f"argument {key!r} holds {len(value)} items; brt takes at most {MAX_ARG_ITEMS}")
         for item in values:
-            if isinstance(item, str) and len(item) > _limit(key):
-                raise OwnToolError(
-                    f"argument {key!r} is {len(item)} characters long; brt takes at most {_limit(key)}"
-                )
+            if isinstance(item, str) and len(item) > limit:
+                raise OwnToolError(f"argument {key!r} is {len(item)} characters long; brt takes at most {limit}")
             if isinstance(item, (dict, list)) and len(str(item)) > MAX_ARG_CHARS:
                 raise OwnToolError(f"argument {key!r} is larger than brt takes ({MAX_ARG_CHARS} characters)")
 
@@ -118,7 +113,7 @@ class GuardedServer(MCPServer):
         from mcp.shared.exceptions import MCPError
 
         try:
-            check_arguments(arguments or {})
+            check_arguments(name, arguments or {})
             return await super().call_tool(name, arguments, context)
         except MCPError:
             raise
