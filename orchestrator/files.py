@@ -24,7 +24,7 @@ from typing import BinaryIO
 
 from .errors import BrtError
 
-__all__ = ["FileRefused", "copy_file", "open_regular", "read_regular", "write_file"]
+__all__ = ["FileRefused", "copy_file", "move_file", "open_regular", "read_regular", "write_file"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -153,6 +153,23 @@ def write_file(path: str | Path, data: bytes | str, *, within: Iterable[Path] | 
     matching one may be a symlink (FileRefused). Returns the absolute path written."""
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     return _write_into(Path(path), [raw], list(within) if within is not None else None)
+
+
+def move_file(src: str | Path, dest: str | Path, *, within: Iterable[Path] | None = None) -> Path:
+    """Move the file ``src`` (written where no one else writes) to ``dest`` as :func:`write_file` writes: renamed
+    into ``dest``'s folder handle (copied when it lies on another file system), a link at ``dest`` replaced."""
+    dest = Path(os.path.abspath(Path(dest).expanduser()))
+    roots = list(within) if within is not None else None
+    with _parent_dir(dest, roots) as dir_fd:
+        try:
+            os.rename(os.path.abspath(src), dest.name, dst_dir_fd=dir_fd)
+            return dest
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+    copy_file(src, dest, within=roots)
+    os.unlink(src)
+    return dest
 
 
 def copy_file(src: str | Path, dest: str | Path, *, within: Iterable[Path] | None = None) -> Path:

@@ -533,11 +533,12 @@ def build_server(jobs: "Jobs | None" = None, *, allow_attach: bool | None = None
         charter = await _call(lambda: _load(charter_path))
 
         def run() -> Any:
-            from .safe_paths import agent_output_paths, record_written
+            from .safe_paths import agent_output_paths, output_roots, record_written
 
             service.require_store(charter, next_step=_next_step(charter))
             paths = agent_output_paths(charter, snapshot, kind="clean")  # confined, no foreign overwrite
-            done = run_clean(charter, snapshot=paths[0], keep=keep or None, vectors=not no_vectors)
+            done = run_clean(charter, snapshot=paths[0], keep=keep or None, vectors=not no_vectors,
+                             within=output_roots(charter))  # no link followed
             record_written([done.snapshot_path, done.har_path])
             return done
 

@@ -249,9 +249,9 @@ def merge_hars(hars: list[Path], dest: Path) -> Path | None:
         incomplete = [c for c in comments if "incomplete:" in c]
         if incomplete:
             logger.warning("the merged HAR %s is incomplete: %s", dest, "; ".join(incomplete))
-    tmp = dest.with_suffix(".har.tmp")
-    tmp.write_text(json.dumps(merged), encoding="utf-8")
-    tmp.replace(dest)
+    from ..files import write_file
+
+    write_file(dest, json.dumps(merged))  # a link planted at dest is replaced, never followed
     return dest
 
 

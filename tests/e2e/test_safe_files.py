@@ -141,3 +141,27 @@ def test_a_link_planted_between_the_check_and_the_write_is_refused(brt_home: Pat
     with pytest.raises(BrtError, match="symlink"):
         synthesize(charter, out=paths[0], within=output_roots(charter))
     assert list(elsewhere.iterdir()) == []
+
+
+def test_mcp_clean_never_writes_through_a_folder_swapped_for_a_link(brt_home: Path, tmp_path: Path) -> None:
+    """The clean tool's own sequence: the snapshot path checked, then a folder on it swapped for a link."""
+    from orchestrator.clean import clean
+    from orchestrator.errors import BrtError
+    from orchestrator.harvest.pages import ingest_page
+    from orchestrator.safe_paths import agent_output_paths, output_roots
+    from orchestrator.service import load
+
+    charter = load(_charter(tmp_path / "project", "files_clean"))
+    ingest_page(charter, "http://allowed.test/lamp", text=LAMP)
+    (tmp_path / "project" / "out" / "snaps").mkdir(parents=True)
+    paths = agent_output_paths(charter, "snaps/s.jsonl", kind="clean")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "project" / "out" / "snaps").rmdir()
+    (tmp_path / "project" / "out" / "snaps").symlink_to(elsewhere)
+    with pytest.raises(BrtError, match="symlink"):
+        clean(charter, snapshot=paths[0], keep=True, within=output_roots(charter))
+    assert list(elsewhere.iterdir()) == [] and not [p for p in brt_home.iterdir() if p.name.startswith(".clean-")]
+    (tmp_path / "project" / "out" / "snaps").unlink()
+    done = clean(charter, snapshot=paths[0], within=output_roots(charter))
+    assert done.snapshot_path.is_file() and done.destroyed
