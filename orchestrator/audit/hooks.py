@@ -91,7 +91,8 @@ def section_lines(result: SynthesisResult, section: SectionResult) -> list[str]:
         lines.append(f"[{section.label} Conflict] {md(c.a.value)} vs {md(c.b.value)}{about}")
         for claim in (c.a, c.b):
             block = by_n.get(claim.n)
-            lines.append(f"  - {block.markdown if block is not None else chr(34) + md(claim.quote) + chr(34)}")
+            shown = block.markdown if block is not None else f'"{md(claim.quote)}"'
+            lines.append(f"  - {shown}")
         lines.append("")
     agreements = [a for a in getattr(result, "agreements", []) if a.section == section.title]
     if agreements:
