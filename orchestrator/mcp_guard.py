@@ -36,6 +36,7 @@ __all__ = [
     "PageToolError",
     "attach_allowed",
     "check_arguments",
+    "check_attach",
     "run_blocking",
     "tool_error_text",
 ]
@@ -74,6 +75,16 @@ def attach_allowed(flag: bool | None = None) -> bool:
     if flag is not None:
         return flag
     return os.environ.get(ATTACH_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def check_attach(browser_url: str | None, *, allowed: bool) -> None:
+    """OwnToolError when a call asks to attach to a running browser and this server may not."""
+    if browser_url is not None and not allowed:
+        raise OwnToolError(
+            "attaching to a running browser (browser_url) is off for this server: brt cannot hold a browser it "
+            "did not launch to the charter's allowlist. The user can turn it on with `brt mcp --allow-attach` (or "
+            f"{ATTACH_ENV}=1); leave browser_url out to let brt launch its own browser"
+        )
 
 
 def check_arguments(tool: str, arguments: Mapping[str, Any]) -> None:

@@ -36,7 +36,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from .mcp_guard import GuardedServer, OwnToolError, PageToolError, attach_allowed, run_blocking
+from .mcp_guard import GuardedServer, OwnToolError, PageToolError, attach_allowed, check_attach, run_blocking
 from .untrusted import (
     QUOTE_CLOSE,
     QUOTE_OPEN,
@@ -298,12 +298,7 @@ def build_server(jobs: "Jobs | None" = None, *, allow_attach: bool | None = None
             ),
         ] = False,
     ) -> CallToolResult:
-        if browser_url is not None and not attach:
-            raise _tool_error(
-                "attaching to a running browser (browser_url) is off for this server: brt cannot hold a browser it "
-                "did not launch to the charter's allowlist. The user can turn it on with `brt mcp --allow-attach` "
-                "(or BRT_MCP_ALLOW_ATTACH=1); leave browser_url out to let brt launch its own browser"
-            )
+        check_attach(browser_url, allowed=attach)  # before anything contacts it
         charter = await _call(lambda: _load(charter_path))
         forward = _McpProgress(ctx, asyncio.get_running_loop()) if wait else None
         job = await _call(
