@@ -53,6 +53,13 @@ class SafeTextStream(io.TextIOBase):
     def fileno(self) -> int:
         return self.raw.fileno()
 
+    def __getattr__(self, name: str) -> object:
+        # anything else a caller may ask of a text stream (reconfigure, line_buffering, ...), but never the
+        # binary buffer underneath: bytes written there would bypass the filter
+        if name == "buffer":
+            raise AttributeError(name)
+        return getattr(self.raw, name)
+
 
 def install(*, stdout: bool = True, stderr: bool = True) -> None:
     """Put :class:`SafeTextStream` in place of ``sys.stdout`` / ``sys.stderr`` (once: an installed one is
