@@ -121,7 +121,8 @@ def score(questions: list[WebQuestion], blocks: list[list[dict]], texts: dict[st
         if answerable:
             n = len(answerable)
             nblocks = sum(len(b) for _, b in answerable)
-            row["answer@1"] = round(sum(1 for q, b in answerable if b and holds_answer(b[0]["quote"], q.answers)) / n, 4)
+            first = sum(1 for q, b in answerable if b and holds_answer(b[0]["quote"], q.answers))
+            row["answer@1"] = round(first / n, 4)
             row["answer@k"] = round(
                 sum(1 for q, b in answerable if any(holds_answer(x["quote"], q.answers) for x in b)) / n, 4)
             good = sum(holds_answer(x["quote"], q.answers) for q, b in answerable for x in b)

@@ -58,6 +58,8 @@ VARIABLES: tuple[Variable, ...] = (
              "the Chromium or Chrome binary harvests launch"),
     Variable("BRT_DEVTOOLS_MCP", "devtools_mcp", "unset (./node_modules, then npx)",
              "the chrome-devtools-mcp command or .js file for harvest --via devtools-mcp"),
+    Variable("BRT_MCP_ALLOW_ATTACH", "mcp_allow_attach", "off",
+             "1/true/yes/on: brt mcp lets harvest attach to a running browser (browser_url), as --allow-attach does"),
     Variable("BRT_HOST_RESOLVER_RULES", "host_resolver_rules", "unset",
              "Chromium host-resolver rules (MAP name 127.0.0.1, ...) for test sites on made-up names"),
 )
@@ -78,6 +80,7 @@ class Settings:
     browser: str | None = None
     devtools_mcp: str | None = None
     host_resolver_rules: str | None = None
+    mcp_allow_attach: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -128,7 +131,17 @@ def _path(name: str, value: str) -> Path:
     return Path(value).expanduser()
 
 
+def _switch(name: str, value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{name}={value!r}: expected 1, true, yes, on or 0, false, no, off")
+
+
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
+    "mcp_allow_attach": _switch,
     "torch_threads": _threads,
     "model_cache": _path,
     "lock_timeout_s": _seconds(0.0),

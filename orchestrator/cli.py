@@ -102,6 +102,9 @@ def cli(verbose: int, quiet: bool) -> None:
     A charter names what to research and where to look. harvest reads the allowed pages with a real browser
     into the charter's own store; synthesize answers each output section with cited evidence blocks (or a
     Gap); clean writes an audit snapshot and destroys the store."""
+    from .terminal import install  # security: nothing printed drives the terminal (controls stripped)
+
+    install(stdout=click.get_current_context().invoked_subcommand != "mcp")  # mcp: stdout is the protocol
     _configure_output(verbose, quiet)
 
 
@@ -423,15 +426,21 @@ def charter_schema() -> None:
 
 
 @cli.command()
+@click.option(
+    "--allow-attach",
+    is_flag=True,
+    help="Let the harvest tool attach to a running browser (browser_url), which brt cannot hold to the "
+    "charter's allowlist. Off by default (or set BRT_MCP_ALLOW_ATTACH=1).",
+)
 @_handle_errors
-def mcp() -> None:
-    """Run the MCP server over stdio (tools, prompts; see docs/mcp.md)."""
+def mcp(allow_attach: bool) -> None:
+    """Run the MCP server over stdio (tools, prompts; see README, "Agents")."""
     try:
         from .mcp_server import run as run_server
     except ImportError as exc:
         _err(f"brt: the MCP server needs the MCP Python SDK ({exc}); install it with: pip install 'brt[mcp]'")
         sys.exit(EXIT_FAILURE)
-    run_server()
+    run_server(allow_attach=True if allow_attach else None)  # None: BRT_MCP_ALLOW_ATTACH decides
 
 
 @cli.command()

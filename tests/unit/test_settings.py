@@ -33,6 +33,7 @@ def test_every_variable_fills_its_field(tmp_path):
         "BRT_BROWSER": "/usr/bin/chromium",
         "BRT_DEVTOOLS_MCP": "/opt/mcp.js",
         "BRT_HOST_RESOLVER_RULES": "MAP a.test 127.0.0.1",
+        "BRT_MCP_ALLOW_ATTACH": "yes",
     }
     assert set(values) == {v.name for v in VARIABLES}  # the table lists every variable, once
     s = Settings.from_env(values)
@@ -41,7 +42,7 @@ def test_every_variable_fills_its_field(tmp_path):
     assert s.embed_backend == "onnx-int8"
     assert (s.torch_threads, s.cpu_threads, s.lock_timeout_s, s.lease_ttl_s) == (3, 3, 1.5, 4.0)
     assert (s.browser, s.devtools_mcp) == ("/usr/bin/chromium", "/opt/mcp.js")
-    assert s.host_resolver_rules == "MAP a.test 127.0.0.1"
+    assert s.host_resolver_rules == "MAP a.test 127.0.0.1" and s.mcp_allow_attach is True
 
 
 def test_empty_values_count_as_unset():

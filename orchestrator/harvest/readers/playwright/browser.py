@@ -264,8 +264,22 @@ async def _connect_over_cdp(p: Any, browser_url: str) -> Browser:
     try:
         return await p.chromium.connect_over_cdp(browser_url, timeout=30_000)
     except PlaywrightError as exc:
+        logger.debug("attaching to %s failed: %r", browser_url, first_line(exc))
         raise BrowserNotFound(
-            f"cannot attach to a browser at {browser_url}: {first_line(exc)}\n"
+            f"cannot attach to a browser at {browser_url}: {_attach_failure(exc)}\n"
             "Start Chrome with --remote-debugging-port=9222 (or use the endpoint a Chrome DevTools MCP session "
             "uses), or leave out --browser-url to let brt launch its own browser."
         ) from exc
+
+
+def _attach_failure(exc: BaseException) -> str:
+    """Why attaching failed, in brt's words: Playwright's message quotes what the endpoint replied (a remote's
+    bytes), so it is never passed on."""
+    text = str(exc)
+    if "ECONNREFUSED" in text:
+        return "nothing listens there (connection refused)"
+    if "ENOTFOUND" in text or "EAI_AGAIN" in text:
+        return "the host name does not resolve"
+    if "Timeout" in text or type(exc).__name__ == "TimeoutError":
+        return "no answer within 30 s"
+    return "the endpoint did not answer as a DevTools server does (its reply is not shown)"
