@@ -356,6 +356,8 @@ class Crawl(ReadingHost):
         summary = summarize(self.report.events, self.report.elapsed_s)
         if self.report.stopped:
             summary["stopped"] = self.report.stopped
+        if self.report.egress is not None:  # the audit trail says how the browser was held (net/proxy.py)
+            summary["egress"] = self.report.egress.as_record()
         self.report.summary_table = summary
         self.journal.record_summary(summary)
 

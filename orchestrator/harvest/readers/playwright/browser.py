@@ -19,6 +19,7 @@ from ... import launch
 from ...har import add_har_entries, har_name, har_redirects, har_urls, mark_incomplete
 from ...net.fetcher import DocumentFetcher
 from ...net.guard import NetGuard, resolver_rules_from_env
+from ...net.proxy import EgressProxy, GuardPolicy, RefuseAll
 from .routes import BlockedRequest, RouteState, allowlist_route, install_websocket_guard, on_request_failed
 
 if TYPE_CHECKING:
@@ -56,6 +57,9 @@ class BrowserSession(RouteState):
     har_paths: list[Path] = field(default_factory=list)
     har_incomplete: list[Path] = field(default_factory=list)
     relaunches: int = 0
+    # Every connection of a browser brt launched goes through this proxy (net/proxy.py); when attached, only
+    # the requests of brt's context do (the browser's WebRTC and its other contexts are out of brt's reach).
+    egress: EgressProxy | None = None
     # Pages read in the current context (the caller appends): named in the note of a HAR a crash lost.
     pages_read: list[str] = field(default_factory=list)
     _launch: _Launch | None = field(default=None, repr=False)
@@ -144,6 +148,9 @@ async def open_browser(
         rules = resolver_rules_from_env()
         # an attached browser keeps its own resolver; the route's guard still checks
         args = launch.LAUNCH_ARGS + ([f"--host-resolver-rules={rules}"] if rules else [])
+        guard = NetGuard(allowed_domains, resolver_rules=rules) if replay is None else None
+        policy = RefuseAll() if guard is None else GuardPolicy(lambda u: url_allowed(u, allowed_domains), guard)
+        egress = await EgressProxy(policy).start()
         context_options: dict[str, Any] = {
             "accept_downloads": False,
             "service_workers": "block",
@@ -153,6 +160,10 @@ async def open_browser(
         }
         if user_agent:
             context_options["user_agent"] = user_agent
+        if browser_url is None:  # every connection of the browser brt launches goes through its egress proxy
+            args = args + launch.egress_args(egress.url)
+        else:  # an attached browser: only this context's requests can be sent through it (WebRTC cannot)
+            context_options["proxy"] = {"server": egress.url, "bypass": "<-loopback>"}
         session = BrowserSession(
             browser=None,  # type: ignore[arg-type]  # set by _start_session
             context=None,  # type: ignore[arg-type]
@@ -160,22 +171,27 @@ async def open_browser(
             executable=executable,
             replay=replay,
             block_resources=frozenset(block_resources),
+            egress=egress,
         )
         session._launch = _Launch(p, allowed_domains, args, browser_url, context_options)
-        if replay is None:
-            session.guard = NetGuard(allowed_domains, resolver_rules=rules)
+        if guard is not None:
+            session.guard = guard
             session.fetcher = DocumentFetcher(session.guard, lambda u: url_allowed(u, allowed_domains))
-        else:
+        else:  # nothing is looked up in a replay: the guard judges IP literals and resolver rules only
+            session.guard = NetGuard(allowed_domains, resolver_rules=rules, offline=True)
             session.replay_redirects = har_redirects(Path(replay))
             session.replay_urls = har_urls(Path(replay))
-        await _start_session(session)
         try:
-            yield session
+            await _start_session(session)
+            try:
+                yield session
+            finally:
+                # For an attached browser this closes brt's context and disconnects, leaving the browser running.
+                await _close_session(session, "browser crashed")
+                if session.fetcher is not None:
+                    await session.fetcher.aclose()
         finally:
-            # For an attached browser this closes brt's context and disconnects, leaving the browser running.
-            await _close_session(session, "browser crashed")
-            if session.fetcher is not None:
-                await session.fetcher.aclose()
+            await egress.aclose()
 
 
 async def _start_session(session: BrowserSession) -> None:

@@ -27,7 +27,7 @@ from ....errors import (
 from ...crash import BROWSER_CRASHED, PAGE_CRASHED, BrowserWatch, crashed_attempt
 from ...extract import select_region
 from ...har import har_path_for, sha256_hex
-from ...models import HTML_TYPES, HarvestEvent, HarvestReport, media_type
+from ...models import HTML_TYPES, Egress, HarvestEvent, HarvestReport, media_type
 from ...net.guard import is_guard_reason
 from ...net.politeness import retry_after
 from ...net.urls import canonical_url
@@ -118,6 +118,7 @@ class PlaywrightReader:
             report.browser_relaunches = self.session.relaunches
             report.har_paths = list(self.session.har_paths)
             report.har_incomplete = list(self.session.har_incomplete)
+            report.egress = egress_record(self.session)
 
     async def visit(self, event: HarvestEvent, slot: Any) -> tuple[list[str], bool, Any]:
         """Read ``event.url`` in a tab (``slot``: the tab, or None before it opened)."""
@@ -128,6 +129,8 @@ class PlaywrightReader:
         used: list[Page] = []  # the pages this URL was tried in (a crash replaces the page)
         blocked_before = len(self.session.blocked)
         aborted_before = len(self.session.aborted)
+        if self.session.attached:
+            event.egress = NOT_ENFORCED
         try:
             links, queued, page = await self._attempts(page, event, used)
         except Exception as exc:  # one page never stops the harvest
@@ -586,6 +589,22 @@ def links_in(html: str, base_url: str) -> list[str]:
             if absolute is not None:
                 out.append(absolute)
     return out
+
+
+#: The ``egress`` of the events a browser brt did not launch read.
+NOT_ENFORCED = "not enforced: attached over --browser-url to a browser brt did not launch"
+
+
+def egress_record(session: BrowserSession) -> Egress:
+    """How ``session``'s browser was held: every connection through its egress proxy (everything refused in a
+    replay), or, attached over ``--browser-url``, only the requests of brt's context: not enforced."""
+    if session.attached:
+        egress = Egress(enforced=False, by="context proxy", note=NOT_ENFORCED)
+    else:
+        egress = Egress(enforced=True, by="replay" if session.replay is not None else "proxy")
+    if session.egress is not None:
+        egress.add_refused([f"{r.target}: {r.reason}" for r in session.egress.refused])
+    return egress
 
 
 def count_aborted(aborted: list[tuple[Any, str]], pages: list[Any] | None = None) -> dict[str, int]:
