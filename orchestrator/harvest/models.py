@@ -169,6 +169,7 @@ class HarvestReport:
     summary_table: dict[str, Any] | None = None  # summary.summarize() of the events (also journaled)
     stopped: str | None = None  # why the run stopped early (max_attempts, max_duration_s, disk full: limits.py)
     egress: Egress | None = None  # how the browser's connections were held (None: no browser was opened)
+    popups_closed: int = 0  # pages the harvest's browser opened by itself (window.open, target=_blank), closed
 
     def counts(self) -> dict[str, int]:
         """Events per outcome (all four outcomes present, zero included)."""
@@ -208,6 +209,7 @@ class HarvestReport:
             "har_incomplete": [str(p) for p in self.har_incomplete],
             "stopped": self.stopped,
             "egress": self.egress.as_record() if self.egress is not None else None,
+            "popups_closed": self.popups_closed,
             "events": list(self.events),
         }
 

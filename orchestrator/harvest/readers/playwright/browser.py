@@ -20,6 +20,7 @@ from ...har import add_har_entries, har_name, har_redirects, har_urls, mark_inco
 from ...net.fetcher import DocumentFetcher
 from ...net.guard import NetGuard, resolver_rules_from_env
 from ...net.proxy import EgressProxy, GuardPolicy, RefuseAll
+from .bounds import PageKeeper
 from .routes import BlockedRequest, RouteState, allowlist_route, install_websocket_guard, on_request_failed
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class BrowserSession(RouteState):
     # Every connection of a browser brt launched goes through this proxy (net/proxy.py); when attached, only
     # the requests of brt's context do (the browser's WebRTC and its other contexts are out of brt's reach).
     egress: EgressProxy | None = None
+    # The pages brt opened; any other page of its contexts (popups) is closed as soon as it appears.
+    pages: PageKeeper = field(default_factory=PageKeeper)
     # Pages read in the current context (the caller appends): named in the note of a HAR a crash lost.
     pages_read: list[str] = field(default_factory=list)
     _launch: _Launch | None = field(default=None, repr=False)
@@ -214,6 +217,7 @@ async def _start_session(session: BrowserSession) -> None:
     try:
         context = await browser.new_context(**launch.context_options, record_har_path=str(session.har_path))
         session.context = context
+        session.pages.watch(context)
         session._closed = False  # noqa: SLF001
         session.har_paths.append(session.har_path)
         if session.replay is not None:
