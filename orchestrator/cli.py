@@ -184,7 +184,7 @@ def harvest(
     for e in report.events:
         if e.get("outcome") != "stored":
             click.echo(f"  {e.get('outcome')}: {e.get('url')} ({e.get('reason')})")
-    click.echo(format_summary(summarize(report.events, report.elapsed_s)))
+    click.echo(format_summary(report.summary_table or summarize(report.events, report.elapsed_s)))
 
 
 @cli.command()

@@ -37,7 +37,7 @@ __all__ = ["MAX_LINKS", "Crawl"]
 
 logger = logging.getLogger(__name__)
 
-#: Links kept per stored page in its event (what a resume continues from).
+#: Links followed from one page at most (kept in its event: what a resume continues from).
 MAX_LINKS = 2000
 
 
@@ -294,7 +294,7 @@ class Crawl(ReadingHost):
             return (links if refused == "skipped" else []), False
         event.links = filter_links(links, self.charter.allowed_domains)[:MAX_LINKS]
         await self.writer.put(Fetched(event, extracted, status, content_type or "text/html", fetched_at))
-        return links, True
+        return list(event.links), True  # the links a resume would follow: at most MAX_LINKS
 
     async def queue_pdf(
         self,

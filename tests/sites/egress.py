@@ -132,8 +132,9 @@ def _page(name: str, head: str = "", body: str = "") -> bytes:
 
 def _vectors(s: Sentinel) -> dict[str, tuple[dict[str, str], str, str]]:
     """name -> (response headers, head HTML, body HTML). ``/go/<name>`` on the site redirects (302) to the
-    sentinel, ``/go307/<name>`` with a 307 (a POST keeps its body); ``T(name)`` is the sentinel itself and
-    ``N(name)`` the sentinel by an allowed name (db.allowed.test)."""
+    sentinel, ``/go307/<name>`` with a 307 (a POST keeps its body), ``/goname/<name>`` to the sentinel by an
+    allowed name; ``T(name)`` is the sentinel itself and ``N(name)`` the sentinel by an allowed name
+    (db.allowed.test)."""
 
     def T(name: str) -> str:  # noqa: N802
         return s.url(f"s/{name}")
@@ -147,7 +148,7 @@ def _vectors(s: Sentinel) -> dict[str, tuple[dict[str, str], str, str]]:
     worker = "/js/worker.js?to="
     return {
         "fetch_redirect": ({}, "", js("fetch('/go/fetch_redirect').catch(()=>{});"
-                                      "fetch('" + N("fetch_name") + "').catch(()=>{});")),
+                                      "fetch('/goname/fetch_name').catch(()=>{});")),
         "fetch_307_post": ({}, "", js("fetch('/go307/fetch_307_post',{method:'POST',body:'secret=1'})"
                                       ".catch(()=>{});")),
         "script": ({}, '<script src="/go/script"></script>', ""),
@@ -165,7 +166,7 @@ def _vectors(s: Sentinel) -> dict[str, tuple[dict[str, str], str, str]]:
         "beacon": ({}, "", js("navigator.sendBeacon('/go/beacon','x');"
                               f"navigator.sendBeacon('{T('beacon')}','x');")),
         "eventsource": ({}, "", js("new EventSource('/go/eventsource');")),
-        "worker_fetch": ({}, "", js(f"new Worker('{worker}{T('worker_fetch')}');")),
+        "worker_fetch": ({}, "", js(f"new Worker('{worker}{T('worker_fetch')}');new Worker('{worker}{N('worker')}');")),
         "keepalive_pagehide": ({}, "", js(
             f"addEventListener('pagehide',()=>{{fetch('{T('keepalive')}',{{method:'POST',body:'x',keepalive:true,"
             f"mode:'no-cors'}});}});addEventListener('visibilitychange',()=>{{fetch('{T('keepalive_vis')}',"
@@ -208,6 +209,7 @@ class VectorSite:
     sentinel: Sentinel
     log: list[tuple[str, str, str]] = field(default_factory=list)  # (method, host header, path)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    accepts: int = 0  # TCP connections accepted (a replay must open none)
 
     @property
     def port(self) -> int:
@@ -255,6 +257,9 @@ def start_vector_site(sentinel: Sentinel) -> VectorSite:
                 return self._send(200, _page(path[3:-5], head, body), "text/html; charset=utf-8", headers)
             if path.startswith("/go/"):
                 return self._send(302, b"", "text/plain", {"Location": sentinel.url("r/" + path[4:])})
+            if path.startswith("/goname/"):  # to the internal host by an allowed name
+                location = sentinel.url("n/" + path[8:], host="db.allowed.test")
+                return self._send(302, b"", "text/plain", {"Location": location})
             if path.startswith("/go307/"):
                 return self._send(307, b"", "text/plain", {"Location": sentinel.url("r307/" + path[7:])})
             if path == "/js/worker.js":
@@ -281,8 +286,16 @@ def start_vector_site(sentinel: Sentinel) -> VectorSite:
             except OSError:
                 pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    class CountingServer(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def get_request(self) -> Any:
+            conn = super().get_request()
+            with ref["site"].lock:
+                ref["site"].accepts += 1
+            return conn
+
+    server = CountingServer(("127.0.0.1", 0), Handler)
     ref["site"] = VectorSite(server, sentinel)
     threading.Thread(target=server.serve_forever, name="vector-site", daemon=True).start()
     return ref["site"]

@@ -1,6 +1,6 @@
 """Hostile pages for the bounded-work tests, served on 127.0.0.1 (reached as ``allowed.test``): pages whose
-scripts make brt's own reads loop forever, a renderer that never yields, popups, a page of 200,000 links, a small
-PDF that is slow to extract, and a page that rewrites its own URL to pose as another.
+scripts make brt's own reads loop forever, a renderer that never yields, popups, a page of 50,000 links, a small
+PDF that is slow to extract (and an ordinary one), and a page that rewrites its own URL to pose as another.
 
     site = start_hostile_site()
     site.url("href-loop.html")
@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["HOSTILE_RULES", "HostileSite", "slow_pdf", "start_hostile_site", "text_bomb_pdf"]
+__all__ = [
+    "HOSTILE_RULES",
+    "HostileSite",
+    "many_links",
+    "report_pdf",
+    "slow_pdf",
+    "start_hostile_site",
+    "text_bomb_pdf",
+]
 
 HOSTILE_RULES = "MAP allowed.test 127.0.0.1"
 
@@ -80,7 +88,14 @@ def _pdf(stream: bytes, pages: int) -> bytes:
     return out.getvalue()
 
 
-def _many_links(n: int) -> bytes:
+def report_pdf() -> bytes:
+    from tests.sites.misbehaving import make_pdf
+
+    return make_pdf(["The harbour report: the quay was rebuilt in stone in 1887 after the great storm.",
+                     "Its lamps were converted to electricity in 1953, and the tide gauge in 1961."])
+
+
+def many_links(n: int) -> bytes:
     links = "".join(f'<a href="/l/{i}.html">l{i}</a> ' for i in range(n))
     return _page("Link farm", body=f"<div>{links}</div>")
 
@@ -112,8 +127,9 @@ def _routes() -> dict[str, tuple[str, bytes]]:
         "/popup.html": ("text/html", _page("Popup", body=(
             "<script>window.__hog=[];for(let i=0;i<20;i++)window.__hog.push(new Array(1e6).fill(i));"
             "setTimeout(()=>window.open('/popup.html?more'),100)</script>"))),
-        "/links.html": ("text/html", _many_links(200_000)),
+        "/links.html": ("text/html", many_links(50_000)),
         "/slow.pdf": ("application/pdf", slow_pdf()),
+        "/report.pdf": ("application/pdf", report_pdf()),
         # provenance: a post that rewrites its URL to the official page's
         "/blog/post.html": ("text/html", _page(
             "Blog post", text="A visitor's post claims the harbour dues were abolished in 1999. " * 4,
