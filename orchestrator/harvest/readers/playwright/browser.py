@@ -1,6 +1,7 @@
 """Launching the browser for the Playwright reader: one headless Chromium (or a running Chrome attached over CDP),
-one fresh context with brt's routing (``routes.py``), everything read recorded as a HAR file (``../../har.py``),
-and relaunched in place after a crash."""
+every connection of it through brt's egress proxy (``../../net/proxy.py``), one fresh context with brt's routing
+(``routes.py``), everything read recorded as a HAR file (``../../har.py``), and relaunched in place after a
+crash."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from .bounds import PageKeeper
 from .routes import BlockedRequest, RouteState, allowlist_route, install_websocket_guard, on_request_failed
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext
+    from playwright.async_api import Browser, BrowserContext, Page
 
 __all__ = ["BlockedRequest", "BrowserSession", "open_browser"]
 
@@ -73,6 +74,10 @@ class BrowserSession(RouteState):
         """True when the browser was attached over CDP (``browser_url``): brt never relaunches it."""
         return self._launch is not None and self._launch.browser_url is not None
 
+    async def new_page(self) -> Page:
+        """A page of the current context that brt opens (every other page that appears there is closed)."""
+        return await self.pages.new_page(self.context)
+
     def connected(self) -> bool:
         """False once the browser process is gone (crashed, killed) or the CDP connection dropped."""
         try:
@@ -117,15 +122,20 @@ async def open_browser(
     block_resources: Iterable[str] = (),
 ) -> AsyncIterator[BrowserSession]:
     """Launch headless Chromium with one fresh context (no stored state, no downloads, no service workers)
-    whose every request must be http(s) on ``allowed_domains``. With ``replay``, responses come from that HAR
-    file only (anything missing from it is aborted). What the context reads is always recorded to
-    ``har_path``; closing the context writes the file (a context whose browser crashed cannot write it: a
-    placeholder HAR with an "incomplete" comment takes its place, see :meth:`BrowserSession.relaunch`).
+    whose every request must be http(s) on ``allowed_domains``; every connection the browser process makes
+    goes through brt's egress proxy (allowlist and SSRF guard on the host and its address, pinned). With
+    ``replay``, responses come from that HAR file only (anything missing from it is aborted) and the proxy
+    refuses every connection. What the context reads is always recorded to ``har_path``; closing the context
+    writes the file (a context whose browser crashed cannot write it: a placeholder HAR with an "incomplete"
+    comment takes its place, see :meth:`BrowserSession.relaunch`). Open pages with ``session.new_page()``:
+    any other page that appears in the context (a popup) is closed at once.
 
     With ``browser_url`` (e.g. ``http://127.0.0.1:9222``) nothing is launched: brt attaches to that running
     Chrome over CDP and opens its own fresh context there (no cookies, storage or logins of the browser's other
-    contexts), with the same allowlist routing and HAR recording; on exit it closes only that context and
-    disconnects, leaving the browser running.
+    contexts), with the same allowlist routing and HAR recording, and that context's requests sent through the
+    proxy (best effort: the browser's WebRTC and its other contexts are out of brt's reach, so egress is
+    recorded as not enforced); on exit it closes only that context and disconnects, leaving the browser
+    running.
 
     ``block_resources`` (text mode): subresources of these types on allowed hosts are aborted before they are
     requested and counted in ``session.aborted``."""

@@ -258,7 +258,7 @@ class PlaywrightReader:
         assert session is not None
         if page is not None and page.context is session.context and not page.is_closed():
             return page
-        return await session.pages.new_page(session.context)
+        return await session.new_page()
 
     async def _replace_page(self, page: Page | None) -> Page | None:
         from playwright.async_api import Error as PlaywrightError
@@ -269,7 +269,7 @@ class PlaywrightReader:
             return page  # of a crashed browser: gone with it (the next visit takes a page of the new browser)
         await close_page(page)  # a wedged page must not hang the harvest (left behind after CLOSE_TIMEOUT_S)
         try:
-            return await session.pages.new_page(session.context)
+            return await session.new_page()
         except (PlaywrightError, asyncio.TimeoutError) as exc:  # the browser went away: the next visit sees it
             logger.info("cannot open a new page: %s", first_line(exc) if str(exc) else type(exc).__name__)
             return page
