@@ -226,6 +226,31 @@ class VectorSite:
         self.server.server_close()
 
 
+_Answer = tuple[int, bytes, str, dict[str, str]]
+#: path prefix -> (status, where it redirects on the sentinel, with which host)
+_REDIRECTS = {"/go/": (302, "r/", SENTINEL_HOST), "/go307/": (307, "r307/", SENTINEL_HOST),
+              "/goname/": (302, "n/", "db.allowed.test")}
+
+
+def _answer(vectors: dict[str, tuple[dict[str, str], str, str]], sentinel: Sentinel, target: str) -> _Answer:
+    """(status, body, content type, headers) of the vector site for ``target`` (path and query)."""
+    path, _, query = target.partition("?")
+    name = path[3:-5]
+    if path.startswith("/v/") and path.endswith(".html") and name in vectors:
+        headers, head, body = vectors[name]
+        return 200, _page(name, head, body), "text/html; charset=utf-8", headers
+    for prefix, (status, under, host) in _REDIRECTS.items():
+        if path.startswith(prefix):
+            return status, b"", "text/plain", {"Location": sentinel.url(under + path[len(prefix):], host=host)}
+    to = query.split("to=", 1)[-1]
+    if path == "/js/worker.js":
+        code = f"fetch('{to}',{{mode:'no-cors'}}).catch(()=>{{}});onconnect=()=>{{}};"
+        return 200, code.encode(), "text/javascript", {}
+    if path == "/js/wsworker.js":
+        return 200, f"try{{new WebSocket('{to}')}}catch(e){{}}".encode(), "text/javascript", {}
+    return 404, b"missing", "text/plain", {}
+
+
 def start_vector_site(sentinel: Sentinel) -> VectorSite:
     """The vector pages on 127.0.0.1 (random port); stop with ``site.stop()``."""
     vectors = _vectors(sentinel)
@@ -251,28 +276,7 @@ def start_vector_site(sentinel: Sentinel) -> VectorSite:
             site = ref["site"]
             with site.lock:
                 site.log.append((self.command, self.headers.get("Host", ""), self.path))
-            path, _, query = self.path.partition("?")
-            if path.startswith("/v/") and path.endswith(".html") and path[3:-5] in vectors:
-                headers, head, body = vectors[path[3:-5]]
-                return self._send(200, _page(path[3:-5], head, body), "text/html; charset=utf-8", headers)
-            if path.startswith("/go/"):
-                return self._send(302, b"", "text/plain", {"Location": sentinel.url("r/" + path[4:])})
-            if path.startswith("/goname/"):  # to the internal host by an allowed name
-                location = sentinel.url("n/" + path[8:], host="db.allowed.test")
-                return self._send(302, b"", "text/plain", {"Location": location})
-            if path.startswith("/go307/"):
-                return self._send(307, b"", "text/plain", {"Location": sentinel.url("r307/" + path[7:])})
-            if path == "/js/worker.js":
-                to = query.split("to=", 1)[-1]
-                code = f"fetch('{to}',{{mode:'no-cors'}}).catch(()=>{{}});onconnect=()=>{{}};"
-                return self._send(200, code.encode(), "text/javascript")
-            if path == "/js/wsworker.js":
-                to = query.split("to=", 1)[-1]
-                code = f"try{{new WebSocket('{to}')}}catch(e){{}}"
-                return self._send(200, code.encode(), "text/javascript")
-            if path == "/robots.txt":
-                return self._send(404, b"", "text/plain")
-            return self._send(404, b"missing", "text/plain")
+            self._send(*_answer(vectors, sentinel, self.path))
 
         def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
             self.send_response(status)
