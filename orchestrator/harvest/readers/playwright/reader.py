@@ -395,10 +395,12 @@ class PlaywrightReader:
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         host = self.host
-        as_loaded: tuple[str, str] | None = None
+        as_loaded: tuple[str, str, str] | None = None  # (served URL, location, HTML) at the load event
+        document = docs.document_response(loaded.response)
         if not loaded.load_timed_out:
             html = await read_dom(page, deadline)
-            as_loaded = (loaded.final_url, html) if html is not None else None
+            if html is not None:
+                as_loaded = (loaded.final_url, page.url, html)
             remaining = deadline - time.monotonic()
             if remaining > 0.05 and not page.is_closed():
                 try:
@@ -410,12 +412,12 @@ class PlaywrightReader:
         loaded.final_url = docs.served_url(loaded.response, loaded.final_url)
         location = page.url if not page.is_closed() else loaded.final_url
         loaded.base_url = location if host.charter.allows(location) else loaded.final_url
-        if as_loaded is not None and loaded.final_url != as_loaded[0] and host.charter.allows(as_loaded[0]):
+        if as_loaded is not None and location != as_loaded[1] and host.charter.allows(as_loaded[1]):
             if not host.charter.allows(location) or not location.startswith(("http://", "https://")):
                 logger.info("%s navigated to %s after loading; keeping the page as loaded", event.url, location)
-                loaded.final_url, loaded.html = as_loaded
-                loaded.base_url = loaded.final_url
-        document = docs.document_response(loaded.response)
+                loaded.final_url, loaded.base_url, loaded.html = as_loaded
+        if loaded.html is None:
+            document = docs.document_response(loaded.response)
         if document is not None:
             loaded.status = document.status
             try:
