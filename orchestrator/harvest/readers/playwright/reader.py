@@ -1,6 +1,7 @@
 """The Playwright reader: pages read in tabs of one headless Chromium (``browser.py``), every request checked by
 the allowlist and SSRF guard, documents fetched by brt itself, everything recorded as HAR (or served from a
-replay HAR). A crashed browser is relaunched (``crash.py``) and the pages in flight tried once more; with
+replay HAR). A page is read from its serialised DOM, within its deadline, and cited under the URL it was served
+from (``bounds.py``). A crashed browser is relaunched (``crash.py``) and the pages in flight tried once more; with
 ``--refresh`` a stored page whose inputs are unchanged is not rendered again (``revalidate.py``)."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ....errors import (
     first_line,
 )
 from ...crash import BROWSER_CRASHED, PAGE_CRASHED, BrowserWatch, crashed_attempt
+from ...detached import detached
 from ...extract import select_region
 from ...har import har_path_for, sha256_hex
 from ...models import HTML_TYPES, Egress, HarvestEvent, HarvestReport, media_type
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["PlaywrightReader", "count_aborted", "links_in"]
 
 logger = logging.getLogger(__name__)
+
 
 @dataclass
 class _Loaded:
@@ -304,8 +307,8 @@ class PlaywrightReader:
             event.timings.fetch_s = time.monotonic() - t0
             host.finish(event, "failed", f"cannot read the rendered page within timeout_s ({deadline - t0:g} s)")
             return [], False
-        links = read_links(html, loaded.base_url)
-        region_html = select_region(html, selector) if selector else None
+        # parsed off the event loop (the proxy and the other tabs run on it), and not waited for after a hard stop
+        links, region_html = await detached(_links_and_region, html, loaded.base_url, selector)
         if loaded.html is None and event.partial is None:
             # (a page whose load event never came was read at the timeout: the same inputs, read the same way)
             event.fingerprint = await fingerprint(
@@ -569,6 +572,11 @@ async def _blank(page: Any) -> None:
         await page.goto("about:blank", wait_until="commit", timeout=5_000)
     except PlaywrightError as exc:
         logger.debug("cannot blank the tab before a retry: %s", exc)
+
+
+def _links_and_region(html: str, base_url: str, selector: str | None) -> tuple[list[str], str | None]:
+    """The links of a page's serialised DOM, and its selector's region (None without a selector)."""
+    return read_links(html, base_url), select_region(html, selector) if selector else None
 
 
 def ms_left(deadline: float) -> float:
