@@ -27,6 +27,16 @@ def _err(message: str) -> None:
     click.echo(message, err=True)
 
 
+#: Printed whenever --browser-url is given (a warning, shown even with --quiet).
+ATTACH_WARNING = (
+    "warning: --browser-url attaches to a browser brt did not launch, so brt cannot hold its connections to the "
+    "charter's allowed_domains: workers, keepalive requests, preconnects, WebRTC and redirected subresources "
+    "of the pages it reads may reach other hosts, internal ones included. The harvest's audit trail records "
+    "egress as not enforced. Leave out --browser-url to let brt launch a browser whose every connection goes "
+    "through its egress proxy."
+)
+
+
 def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Map library errors to a clear message and an exit code, at one place."""
 
@@ -150,6 +160,8 @@ def harvest(
     from .harvest.summary import format_summary, summarize
 
     c = service.load(charter)
+    if browser_url:
+        _err(ATTACH_WARNING)
     progress = _progress()
     try:
         report = run_harvest(
@@ -175,7 +187,7 @@ def harvest(
     for e in report.events:
         if e.get("outcome") != "stored":
             click.echo(f"  {e.get('outcome')}: {e.get('url')} ({e.get('reason')})")
-    click.echo(format_summary(summarize(report.events, report.elapsed_s)))
+    click.echo(format_summary(report.summary_table or summarize(report.events, report.elapsed_s)))
 
 
 @cli.command()
