@@ -6,7 +6,7 @@ Nothing but 127.0.0.1 is contacted.
 
     .venv/bin/python bench/egress_overhead.py [--pages 30] [--subresources 20] [--rounds 3]
 
-Writes bench/results/egress_overhead.json (or --json PATH). A loopback figure, not a network one: the baseline's
+Writes bench/results/egress_overhead.json (and --json PATH). A loopback figure, not a network one: the baseline's
 connections to the server are kept alive and limited to 6 per host, the proxy opens one upstream connection per
 plain-HTTP request (asyncio streams, TCP_NODELAY) and Chromium allows more connections to a proxy; here the
 proxied loads came out faster, which says the proxy adds no cost that shows at this scale, not that it speeds up
@@ -28,9 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import machine_info  # noqa: E402
-
-RESULT = Path(__file__).resolve().parent / "results" / "egress_overhead.json"
+from bench._common import machine_info, write_result  # noqa: E402
 
 
 def _site(subresources: int) -> ThreadingHTTPServer:
@@ -114,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", type=int, default=30)
     ap.add_argument("--subresources", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--json", type=Path, default=RESULT)
+    ap.add_argument("--json", type=Path, default=None, help="also write the result here")
     args = ap.parse_args(argv)
 
     server = _site(args.subresources)
@@ -145,8 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_info(),
     }
     result["median_overhead_ms"] = round(result["proxy"]["median_ms"] - result["direct"]["median_ms"], 1)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    write_result("egress_overhead", result)
     print(json.dumps({k: v for k, v in result.items() if k != "machine"}, indent=2))
     return 0
 
