@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CHARTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+CHARTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}\Z")
 
 
 def default_basepath() -> Path:

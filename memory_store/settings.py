@@ -62,6 +62,8 @@ VARIABLES: tuple[Variable, ...] = (
              "another evidence scorer weights file (a benchmark's held-out fold, an experiment)"),
     Variable("BRT_EVIDENCE_READER", "evidence_reader", "unset (the shipped orchestrator/evidence/models/reader.onnx)",
              "a folder holding another evidence reader: reader.onnx and reader-tokenizer/"),
+    Variable("BRT_MCP_ALLOW_ATTACH", "mcp_allow_attach", "off",
+             "1/true/yes/on: brt mcp lets harvest attach to a running browser (browser_url), as --allow-attach does"),
     Variable("BRT_HOST_RESOLVER_RULES", "host_resolver_rules", "unset",
              "Chromium host-resolver rules (MAP name 127.0.0.1, ...) for test sites on made-up names"),
 )
@@ -84,6 +86,7 @@ class Settings:
     host_resolver_rules: str | None = None
     evidence_scorer: Path | None = None
     evidence_reader: Path | None = None
+    mcp_allow_attach: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -134,7 +137,17 @@ def _path(name: str, value: str) -> Path:
     return Path(value).expanduser()
 
 
+def _switch(name: str, value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{name}={value!r}: expected 1, true, yes, on or 0, false, no, off")
+
+
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
+    "mcp_allow_attach": _switch,
     "torch_threads": _threads,
     "model_cache": _path,
     "evidence_scorer": _path,

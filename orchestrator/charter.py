@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import CharterError
 
-CHARTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+CHARTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}\Z")
+#: The largest charter file brt reads (a charter is a few kilobytes).
+MAX_CHARTER_BYTES = 1_000_000
 
 
 class _Strict(BaseModel):
@@ -168,7 +170,7 @@ def url_allowed(url: str, allowed_domains: list[str]) -> bool:
 
 
 _DOMAIN_RE = re.compile(
-    r"^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$"
+    r"^(?=.{1,253}\Z)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\Z"
 )
 
 
@@ -317,12 +319,17 @@ def parse_charter(data: Any, *, source: str | Path = "<charter>") -> Charter:
 
 
 def load_charter(path: str | Path) -> Charter:
-    """Load and validate a charter from a YAML (.yaml/.yml) or JSON (.json) file."""
+    """Load and validate a charter from a YAML (.yaml/.yml) or JSON (.json) file: a regular file of at most
+    MAX_CHARTER_BYTES, read without blocking (a FIFO or a device is refused at once)."""
+    from .files import FileRefused, read_regular
+
     p = Path(path)
     try:
-        raw = p.read_text(encoding="utf-8")
+        raw = read_regular(p, limit=MAX_CHARTER_BYTES, what="charter").decode("utf-8")
     except FileNotFoundError:
         raise CharterError(str(p), [("", "file not found")]) from None
+    except FileRefused as exc:
+        raise CharterError(str(p), [("", str(exc))]) from None
     except OSError as exc:
         raise CharterError(str(p), [("", f"cannot read: {exc.strerror or exc}")]) from None
     except UnicodeDecodeError:

@@ -166,6 +166,10 @@ def synthesis_json(
                 date = quote(date, block.url) if not _is_date(date) else date
             cited = view(display_url(block.url))
             out["citation"] = f"[{block.label} Evidence #{block.n}] — {cited} (last updated: {date})"
+            if quote is not None and _is_date(date):  # the charter's label, a percent-encoded URL, a date
+                from .untrusted import trusted
+
+                out["citation"] = trusted(out["citation"])
             out["url"] = view(block.url)
             for source in out.get("also_at") or []:
                 source["url"] = view(source.get("url"))

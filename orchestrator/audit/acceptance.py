@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 from memory_store.text import CRITERION_STOP_WORDS, singular
 
 from ..relevance import mentions, named_subjects
+from ..untrusted import trusted
 
 if TYPE_CHECKING:
     from memory_store import Embedder
@@ -91,7 +92,7 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         return {
             "criterion": self.criterion,
-            "verdict": self.verdict,
+            "verdict": trusted(self.verdict),  # brt's own words (an agent reads them bare)
             "reason": self.reason,
             "kind": self.kind,
             "subjects": self.subjects,

@@ -1,7 +1,9 @@
 """brt's MCP tools for audits: ``verify``, ``restore``, ``report``, ``list_charters`` and
 ``charter_init``, thin wrappers over this package, registered by ``orchestrator.mcp_server``. Like every tool
-there, they only parse arguments and render; text from pages (failure messages name harvested URLs) is escaped
-so that no delimiter appears in it, and a report is written to a file, never returned as text."""
+there, they only parse arguments and render; their results go through ``untrusted.agent_document`` (through
+``result``), so text from pages and snapshots (failure messages name harvested URLs, a snapshot names its
+charter) reaches the agent quoted, and a report is written to a file, never returned as text. Files are written
+under ``$BRT_HOME`` only, with no symlink followed (``files.write_file``)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from ..untrusted import escape_untrusted
+from ..untrusted import trusted
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -57,10 +59,7 @@ def register_audit_tools(
         path = snapshot_file(snapshot_path)
         report = await call(lambda: run_verify(path, check_har=check_har))
         doc = report.to_json()
-        # messages name URLs of harvested pages: escaped so that no delimiter can appear in them
-        for key in ("failures", "warnings"):
-            doc[key] = [dict(f, message=escape_untrusted(f["message"])) for f in doc[key]]
-        doc["verdict"] = escape_untrusted(doc["verdict"])
+        doc["verdict"] = trusted(doc["verdict"])  # counts and the file's name; the failures name pages: quoted
         return result(doc)
 
     @server.tool(
@@ -111,7 +110,8 @@ def register_audit_tools(
         def run() -> dict[str, Any]:
             bundle = load_bundle(source)
             name = source.stem if bundle.origin == "snapshot" else bundle.charter_id
-            done = write_report(bundle, fmt=format, out=brt_home() / "reports" / f"{name}.{format}")
+            done = write_report(bundle, fmt=format, out=brt_home() / "reports" / f"{name}.{format}",
+                                within=[brt_home()])
             sections = bundle.sections
             return {
                 "charter_id": bundle.charter_id,
@@ -165,7 +165,8 @@ def register_audit_tools(
             path = None
             if write:
                 path = run_init(question, urls, charter_id=charter_id, title=title, sections=sections,
-                                out=brt_home() / "charters" / f"{cid}.yaml", force=overwrite).path
-            return {"charter_id": cid, "path": str(path) if path else None, "text": text}
+                                out=brt_home() / "charters" / f"{cid}.yaml", force=overwrite,
+                                within=[brt_home()]).path
+            return {"charter_id": cid, "path": str(path) if path else None, "text": trusted(text)}  # the agent's
 
         return result(await call(run))

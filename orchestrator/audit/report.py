@@ -45,13 +45,14 @@ def report(source: str | Path, *, fmt: str = "html", out: str | Path | None = No
     return write_report(load_bundle(source), fmt=fmt, out=out)
 
 
-def write_report(bundle: AuditBundle, *, fmt: str = "html", out: str | Path | None = None) -> ReportResult:
-    """``report`` of a bundle already loaded (``bundle.load_bundle``)."""
+def write_report(bundle: AuditBundle, *, fmt: str = "html", out: str | Path | None = None,
+                 within: list[Path] | None = None) -> ReportResult:
+    """``report`` of a bundle already loaded (``bundle.load_bundle``), written with ``files.write_file`` (a
+    symlink at ``out`` is replaced, never followed; ``within``: no symlinked folder below these roots)."""
+    from ..files import write_file
+
     text = render(bundle, fmt)
     path = None
     if out is not None:
-        path = Path(out).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        path = write_file(Path(out).expanduser(), text, within=within)
     return ReportResult(fmt, text, path, bundle)

@@ -146,14 +146,19 @@ def charter_init(
     sections: list[str] | None = None,
     out: str | Path | None = None,
     force: bool = False,
+    within: list[Path] | None = None,
 ) -> StarterCharter:
-    """Write a starter charter to ``out`` (default ``./<id>.yaml``); refuses to overwrite unless ``force``."""
+    """Write a starter charter to ``out`` (default ``./<id>.yaml``); refuses to overwrite unless ``force`` (a
+    symlink there counts as a file, and is replaced, never followed: ``files.write_file``; ``within``: no
+    symlinked folder below these roots)."""
+    import os
+
+    from ..files import write_file
     from .errors import AuditError
 
     cid, text = starter_text(question, urls, charter_id=charter_id, title=title, sections=sections)
     path = Path(out).expanduser() if out is not None else Path.cwd() / f"{cid}.yaml"
-    if path.exists() and not force:
+    if os.path.lexists(path) and not force:
         raise AuditError(f"{path} exists: choose another path with --out, or --force to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path = write_file(path, text, within=within)
     return StarterCharter(cid, text, path)

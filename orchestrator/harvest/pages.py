@@ -34,7 +34,7 @@ __all__ = ["IngestResult", "PageRefused", "ingest_page", "page_input", "prepare_
 
 logger = logging.getLogger(__name__)
 
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
 
 
 @dataclass

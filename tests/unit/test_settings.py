@@ -35,6 +35,7 @@ def test_every_variable_fills_its_field(tmp_path):
         "BRT_HOST_RESOLVER_RULES": "MAP a.test 127.0.0.1",
         "BRT_EVIDENCE_SCORER": str(tmp_path / "scorer.json"),
         "BRT_EVIDENCE_READER": str(tmp_path / "reader"),
+        "BRT_MCP_ALLOW_ATTACH": "yes",
     }
     assert set(values) == {v.name for v in VARIABLES}  # the table lists every variable, once
     s = Settings.from_env(values)
@@ -45,6 +46,7 @@ def test_every_variable_fills_its_field(tmp_path):
     assert (s.browser, s.devtools_mcp) == ("/usr/bin/chromium", "/opt/mcp.js")
     assert s.host_resolver_rules == "MAP a.test 127.0.0.1"
     assert (s.evidence_scorer, s.evidence_reader) == (tmp_path / "scorer.json", tmp_path / "reader")
+    assert s.host_resolver_rules == "MAP a.test 127.0.0.1" and s.mcp_allow_attach is True
 
 
 def test_empty_values_count_as_unset():
