@@ -126,7 +126,23 @@ CONFIGS = {
     "bm25": {"mode": "bm25", "mmr_lambda": None},
     "hybrid": {"mode": "hybrid", "mmr_lambda": None},
     "hybrid+mmr": {"mode": "hybrid", "mmr_lambda": 0.7},
+    # ``brt search --rerank`` without an external model: hybrid, then the head ordered by evidence
+    "hybrid+evidence-rerank": {"mode": "hybrid", "mmr_lambda": None, "evidence_rerank": True},
 }
+#: Hits the evidence rerank orders (the rest keep their retrieval order after them), as ``brt search`` asks.
+RERANK_HEAD = 20
+
+
+def search(mem, query: str, k_chunks: int, opts: dict) -> list:
+    """``Memory.search`` with ``opts``; with ``evidence_rerank`` its first RERANK_HEAD hits are reordered by
+    ``orchestrator.evidence.rerank`` (the scorer and its reader), as ``brt search --rerank`` does."""
+    opts = dict(opts)
+    if not opts.pop("evidence_rerank", False):
+        return mem.search(query, k=k_chunks, **opts)
+    from orchestrator.evidence.rerank import rerank_hits
+
+    hits = mem.search(query, k=k_chunks, **opts)
+    return rerank_hits(mem, query, hits[:RERANK_HEAD], RERANK_HEAD) + hits[RERANK_HEAD:]
 
 
 def evaluate(mem, queries: dict[str, str], qrels: dict[str, set[str]], configs: dict, k_chunks: int) -> dict:
@@ -138,7 +154,7 @@ def evaluate(mem, queries: dict[str, str], qrels: dict[str, set[str]], configs: 
         nd, rc, lat = [], [], []
         for qid in qids:
             t0 = time.perf_counter()
-            hits = mem.search(queries[qid], k=k_chunks, **opts)
+            hits = search(mem, queries[qid], k_chunks, opts)
             lat.append(time.perf_counter() - t0)
             ranked = docs_of(hits)
             nd.append(ndcg_at(ranked, qrels[qid], 10))

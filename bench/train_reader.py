@@ -114,7 +114,7 @@ def make_groups(questions: list[dict], group: int, rng: random.Random, no_answer
         negs = hard + (rng.sample(rest, 1) if rest else [])
         if len(negs) >= group - 1:
             groups.append([q["question"], rng.choice(q["pos"]), *negs[: group - 1]])
-        if rng.random() < no_answer:
+        if no_answer and rng.random() < no_answer:
             others = [x for x in q["neg"] if x not in q["own"]]
             if len(others) >= group:
                 terms = [t for x, t in zip(q["neg"], q["neg_terms"], strict=True) if x not in q["own"]]
@@ -154,16 +154,16 @@ def train(args: argparse.Namespace) -> dict:
     tok = AutoTokenizer.from_pretrained(str(base))
     model = build_model(torch, base).to(device)
     questions = load_questions(Path(args.eval_dir), args.max_questions)
-    steps_per_epoch = math.ceil(len(questions) / args.batch)
-    total = steps_per_epoch * args.epochs
+    epochs = [make_groups(questions, args.group, rng, args.no_answer) for _ in range(args.epochs)]
+    for groups in epochs:
+        rng.shuffle(groups)
+    total = sum(math.ceil(len(g) / args.batch) for g in epochs)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / max(1, int(0.1 * total))) * max(0.0, (total - s) / total))
     t0, step, losses = time.monotonic(), 0, []
     model.train()
-    for epoch in range(args.epochs):
-        groups = make_groups(questions, args.group, rng, args.no_answer)
-        rng.shuffle(groups)
+    for epoch, groups in enumerate(epochs):
         for b in range(0, len(groups), args.batch):
             batch = groups[b : b + args.batch]
             qs = [g[0] for g in batch for x in g[1:] if x is not None]

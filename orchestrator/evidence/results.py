@@ -138,7 +138,7 @@ class SynthesisResult:
 
 def acceptance_summary(acceptance: list[Any]) -> dict[str, int]:
     """How many acceptance criteria are covered, partly covered and not covered."""
-    from .untrusted import trusted
+    from ..untrusted import trusted
 
     out = {"covered": 0, "partial": 0, trusted("not covered"): 0}  # brt's own words (an agent reads them bare)
     for v in acceptance:

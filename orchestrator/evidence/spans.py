@@ -1,5 +1,6 @@
 """Candidate quotes: every sentence of the retrieved chunks, and every window of two or three consecutive sentences
-(the sentence that answers often follows the one that restates the question), each a verbatim span of its chunk."""
+(the sentence that answers often follows the one that restates the question, or the heading that names what the
+prose under it answers), each a verbatim span of its chunk."""
 
 from __future__ import annotations
 
@@ -87,14 +88,14 @@ def split_chunk(hit: Hit, rank: int) -> Chunk:
 
 
 def chunk_spans(chunk: Chunk, focus: frozenset[str], max_words: int = MAX_QUOTE_WORDS) -> list[Span]:
-    """The candidate quotes of ``chunk``: each prose sentence and each window of up to MAX_WINDOW consecutive
-    prose sentences that fits ``max_words`` (a heading is a candidate alone and never inside a window; a longer
-    single sentence is cut around the ``focus`` terms)."""
+    """The candidate quotes of ``chunk``: each sentence and each window of up to MAX_WINDOW consecutive sentences
+    that fits ``max_words``; a heading only opens a window (it says what the prose under it answers), never stands
+    inside or at the end of one; a longer single sentence is cut around the ``focus`` terms."""
     out: list[Span] = []
     n = len(chunk.spans)
     for lo in range(n):
         for hi in range(lo, min(n, lo + MAX_WINDOW)):
-            if hi > lo and (chunk.heading[hi] or chunk.heading[lo]):
+            if hi > lo and chunk.heading[hi]:
                 break
             span = _make_span(chunk, lo, hi, focus, max_words)
             if span is None:
