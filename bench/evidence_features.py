@@ -135,6 +135,7 @@ def dump(charter_paths: list[Path], questions: list[DevQuestion]) -> list[dict]:
                     "x": [round(v, 5) for v in f.row()],
                     "y": int(q.answerable and q.holds(s.quote)),
                     "url": s.url, "keys": sorted(s.keys), "words": s.words, "rank": s.chunk.rank, "quote": s.quote,
+                    "reading": s.reading,
                 })
             out.append({"dataset": q.dataset, "group": q.group, "charter": q.charter, "section": q.section,
                         "kind": q.kind, "answerable": q.answerable, "question": q.question, "candidates": rows})

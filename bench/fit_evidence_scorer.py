@@ -94,7 +94,8 @@ def load(paths: list[str]) -> list[Q]:
             x = np.array([c["x"] + [0.0] * pad for c in cands], dtype="float64").reshape(len(cands), len(FEATURES))
             y = np.array([c["y"] for c in cands], dtype="float64")
             spans = [SimpleNamespace(url=c["url"], keys=frozenset(c["keys"]), quote=c["quote"], words=c["words"],
-                                     chunk=SimpleNamespace(rank=c["rank"])) for c in cands]
+                                     reading=c.get("reading", c["quote"]), chunk=SimpleNamespace(rank=c["rank"]))
+                     for c in cands]
             out.append(Q(q["dataset"], q["group"], q["charter"], q["kind"], q["answerable"], q["question"], x, y,
                          spans))
     return out
@@ -515,7 +516,7 @@ def reader_stage(
     tops_all = [list(np.argsort(-logits(pre["all"], q.x), kind="stable")[:read_top]) for q in qs]
     cache = ReaderCache(cache_path)
     for q, a, b in zip(qs, tops_cv, tops_all, strict=True):
-        cache.need(q.question, [q.spans[i].quote for i in sorted(set(a) | set(b))])
+        cache.need(q.question, [q.spans[i].reading for i in sorted(set(a) | set(b))])
     cache.run()
     return [_read(q, t, cache) for q, t in zip(qs, tops_cv, strict=True)], [
         _read(q, t, cache) for q, t in zip(qs, tops_all, strict=True)], pre
@@ -523,7 +524,7 @@ def reader_stage(
 
 def _read(q: Q, top: list[int], cache: ReaderCache) -> Q:
     rows = [Features(*q.x[i]) for i in top]
-    with_reader(rows, [cache.get(q.question, q.spans[i].quote) for i in top])
+    with_reader(rows, [cache.get(q.question, q.spans[i].reading) for i in top])
     x = np.array([r.row() for r in rows], dtype="float64").reshape(len(rows), len(FEATURES))
     return Q(q.dataset, q.group, q.charter, q.kind, q.answerable, q.question, x, q.y[top], [q.spans[i] for i in top])
 

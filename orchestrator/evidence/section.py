@@ -183,7 +183,7 @@ def score_candidates(question: str, cands: Candidates, scorer: Scorer) -> list[S
         spans, feats = [spans[i] for i in top], [feats[i] for i in top]
         from .reader import load_reader
 
-        with_reader(feats, load_reader().logits(question, [s.quote for s in spans]))
+        with_reader(feats, load_reader().logits(question, [s.reading for s in spans]))
     probs = scorer.probabilities(feats)
     return [Scored(s, f, p) for s, f, p in zip(spans, feats, probs, strict=True)]
 

@@ -62,6 +62,15 @@ class Span:
     def is_heading(self) -> bool:
         return self.lo == self.hi and self.chunk.heading[self.lo]
 
+    @property
+    def reading(self) -> str:
+        """The quote as the reader reads it: under the heading it stands under in its chunk ("How to minimise
+        layout shift — Give every image width and height attributes"), a heading-led quote as it is."""
+        owner = self.chunk.owner[self.lo]
+        if owner is None or self.chunk.heading[self.lo]:
+            return self.quote
+        return f"{self.chunk.sentences[owner]} — {self.quote}"
+
 
 def split_chunk(hit: Hit, rank: int) -> Chunk:
     """``hit``'s text as sentences, with headings, the heading above each sentence and paragraph positions."""
