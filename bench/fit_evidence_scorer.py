@@ -285,20 +285,6 @@ def objective(qs: list[Q], picks: list[list[int]], terms: tuple[str, ...] = ALL_
     return total / max(1, len(domains))
 
 
-def cut(order: list[int], p: np.ndarray, threshold: float, second: float) -> list[int]:
-    """The blocks ``select`` keeps at these bars, from its choice with no bar (``order``): the choice is greedy
-    in decreasing ``p``, so raising the bars only cuts it short."""
-    if not order or p[order[0]] < threshold:
-        return []
-    bar = max(threshold, second)
-    out = order[:1]
-    for i in order[1:]:
-        if p[i] < bar:
-            break
-        out.append(i)
-    return out
-
-
 OBJECTIVE = "two-step"
 
 
@@ -306,11 +292,10 @@ def choose_bars(qs: list[Q], probs: list[np.ndarray]) -> tuple[float, float]:
     """The bars by OBJECTIVE: ``two-step`` picks the threshold that maximises the share of sections whose first
     line is right (a block that holds the answer, or a Gap where nothing answers), then the second bar that
     maximises answer@k + precision; ``sum`` picks both at once on answer@1 + answer@k + precision + Gap rate.
-    Each is a mean over the domains."""
-    orders = [blocks_of(q, p, 0.0, 0.0) for q, p in zip(qs, probs, strict=True)]
+    Each is a mean over the domains; every point of the grid runs the real ``select``."""
 
     def picks(t: float, s: float) -> list[list[int]]:
-        return [cut(o, p, t, s) for o, p in zip(orders, probs, strict=True)]
+        return [blocks_of(q, p, t, s) for q, p in zip(qs, probs, strict=True)]
 
     if OBJECTIVE == "two-step":
         t = max(THRESHOLDS, key=lambda x: (round(objective(qs, picks(x, 2.0), FIRST_TERMS), 9), -x))

@@ -3,14 +3,16 @@
 Each criterion of the charter gets a verdict, ``covered``, ``partial`` or ``not covered``, the reason, and the
 blocks that support it. Two kinds of criteria:
 
-**Evidence criteria** ("The good threshold of LCP and INP is cited"). Every evidence block's quote is judged
-against the criterion by the evidence scorer, as synthesis judges a quote against a section's question
-(``orchestrator.evidence.support``, the block's section title as its context): ``match`` is the probability
-that the quote answers or supports the criterion. A block *supports* the criterion when its match reaches the
-synthesis' evidence threshold (the same bar the blocks met) and it contains every phrase the criterion puts in
-quotation marks in its quote. The keyword share is the share of the criterion's content words (stop words and
-words about citing itself, such as "cited", "quoted", "verbatim", "source", are left out; plurals folded) that
-the supporting blocks hold with their sections.
+**Evidence criteria** ("The good threshold of LCP and INP is cited"). Every evidence block is read with its
+section ("<section title>. <question> <quote>") and matched to the criterion by
+
+    match = 0.5 · cosine(criterion, block) + 0.5 · keyword overlap
+
+where the cosine comes from the store's embedding model (the criterion embedded as a query, the block as a
+document) and the keyword overlap is the share of the criterion's content words (stop words and words about
+citing itself, such as "cited", "quoted", "verbatim", "source", are left out; plurals folded) found in the
+block. A block *supports* the criterion when its match is at least ``SUPPORT`` (0.35) and it contains every
+phrase the criterion puts in quotation marks in its quote.
 
 The criterion's *subjects* are the names it mentions (capitalised runs and acronyms, as synthesis finds them
 in a question: "LCP", "INP"). A block speaks of a subject when its section or quote names it, or, for an
@@ -18,14 +20,19 @@ acronym, spells it out ("Largest Contentful Paint" for LCP). Then:
 
 - with subjects: ``covered`` when every subject has a supporting block that speaks of it, ``partial`` when
   some do, ``not covered`` when none does;
-- without subjects: ``covered`` when some block supports it and the supporting blocks together hold at least 60%
-  of the criterion's keywords; ``partial`` when some block supports it; ``not covered`` otherwise.
+- without subjects: ``covered`` when the best match is at least ``COVER`` (0.45) and the supporting blocks
+  together hold at least 60% of the criterion's keywords; ``partial`` when some block supports it;
+  ``not covered`` otherwise.
 
 **Gap criteria** (the criterion speaks of gaps, unanswered questions or padding: "A question the site does not
 answer is reported as a Gap, not padded with weak evidence"). ``covered`` when at least one section reports a
 Gap (when the criterion names subjects, a Gap section that names them) and no block lies below the evidence
-threshold; ``partial`` when Gaps are reported but some block is below the threshold; ``not covered`` when no
-section reports a Gap.
+threshold (the synthesis' bar on the evidence scorer's probability); ``partial`` when Gaps are reported but some
+block is below the threshold; ``not covered`` when no section reports a Gap.
+
+The evidence criteria keep the embedding match: the evidence scorer was fitted on questions, not on criteria,
+and its probability for a criterion is not calibrated (measured on the audit tests' charter, it missed a block
+that supports half of a two-part criterion).
 """
 
 from __future__ import annotations
@@ -41,10 +48,12 @@ from ..relevance import mentions, named_subjects
 from ..untrusted import trusted
 
 if TYPE_CHECKING:
-    from memory_store import Memory
+    from memory_store import Embedder
 
-__all__ = ["Support", "Verdict", "judge_acceptance"]
+__all__ = ["COVER", "SUPPORT", "Support", "Verdict", "judge_acceptance"]
 
+SUPPORT = 0.35
+COVER = 0.45
 KEYWORDS_COVERED = 0.6
 COVERED, PARTIAL, NOT_COVERED = "covered", "partial", "not covered"
 
@@ -64,12 +73,13 @@ class Support:
     label: str
     n: int
     url: str
-    match: float  # the scorer's probability that the block's quote answers or supports the criterion
+    match: float
+    cosine: float
     keywords: float
 
     def to_json(self) -> dict[str, Any]:
         return {"section": self.section, "label": self.label, "n": self.n, "url": self.url,
-                "match": round(self.match, 4), "keywords": round(self.keywords, 4)}
+                "match": round(self.match, 4), "cosine": round(self.cosine, 4), "keywords": round(self.keywords, 4)}
 
 
 @dataclass
@@ -120,12 +130,10 @@ def speaks_of(text: str, subject: str) -> bool:
 
 
 def judge_acceptance(
-    criteria: list[str], sections: list[dict[str, Any]], memory: Memory, *, min_score: float
+    criteria: list[str], sections: list[dict[str, Any]], embedder: Embedder, *, min_score: float
 ) -> list[Verdict]:
     """One verdict per criterion, from the synthesis' sections (as in its JSON: title, label, question,
-    blocks with n/quote/url/score, gaps); ``min_score`` is the synthesis' evidence threshold."""
-    from ..evidence.support import Passage, passage_support
-
+    blocks with n/quote/url/score, gaps)."""
     if not criteria:
         return []
     blocks: list[tuple[dict[str, Any], dict[str, Any], str]] = []
@@ -133,15 +141,18 @@ def judge_acceptance(
         for b in s.get("blocks") or []:
             context = f"{s.get('title', '')}. {s.get('question', '')} {b.get('quote', '')}"
             blocks.append((s, b, context))
-    passages = [Passage(str(b.get("quote") or ""), str(b.get("url") or ""), str(s.get("title") or ""))
-                for s, b, _ in blocks]
+    cos: Any = None
+    if blocks:
+        qv = embedder.embed_queries(list(criteria))
+        dv = embedder.embed_documents([c for _, _, c in blocks])
+        cos = qv @ dv.T
     out = []
-    for criterion in criteria:
+    for i, criterion in enumerate(criteria):
         if _GAP_WORDS.search(criterion):
             out.append(_judge_gap(criterion, sections, min_score))
         else:
-            probs = [x.p for x in passage_support(memory, criterion, passages)] if passages else []
-            out.append(_judge_evidence(criterion, blocks, probs, min_score))
+            row = [float(x) for x in cos[i]] if cos is not None else []
+            out.append(_judge_evidence(criterion, blocks, row))
     return out
 
 
@@ -154,20 +165,21 @@ def subjects_of(criterion: str) -> list[str]:
 
 
 def _judge_evidence(
-    criterion: str, blocks: list[tuple[dict[str, Any], dict[str, Any], str]], probs: list[float], bar: float
+    criterion: str, blocks: list[tuple[dict[str, Any], dict[str, Any], str]], cos: list[float]
 ) -> Verdict:
     subjects = subjects_of(criterion)
     words = keywords(criterion)
     phrases = [p.strip().lower() for p in _QUOTED.findall(criterion) if p.strip()]
     supports: list[tuple[Support, str]] = []
-    for (s, b, context), match in zip(blocks, probs, strict=True):
+    for (s, b, context), c in zip(blocks, cos, strict=True):
         have = {singular(w) for w in _WORD.findall(context)}
         kw = sum(1 for w in words if w in have) / len(words) if words else 0.0
+        match = 0.5 * c + 0.5 * kw
         quote = str(b.get("quote") or "").lower()
-        if match < bar or any(p not in quote for p in phrases):
+        if match < SUPPORT or any(p not in quote for p in phrases):
             continue
         support = Support(str(s.get("title")), str(s.get("label") or s.get("title")), int(b.get("n") or 0),
-                          str(b.get("url") or ""), match, kw)
+                          str(b.get("url") or ""), match, c, kw)
         supports.append((support, f"{s.get('label', '')} {context}"))
     supports.sort(key=lambda x: -x[0].match)
     verdict = Verdict(criterion, NOT_COVERED, "", "evidence", subjects=subjects)
@@ -185,24 +197,24 @@ def _judge_evidence(
             verdict.verdict = PARTIAL
             verdict.reason = "; ".join(parts) + f"; no supporting block names {_and(verdict.missing)}"
         else:
-            verdict.reason = f"no supporting block names {_and(verdict.missing)}" + _best(probs, bar)
+            verdict.reason = f"no supporting block names {_and(verdict.missing)}" + _best(supports, cos)
         return verdict
     have_all = set()
     for _, text in supports:
         have_all |= {singular(w) for w in _WORD.findall(text)}
     share = sum(1 for w in words if w in have_all) / len(words) if words else 0.0
-    best = supports[0][0].match if supports else max(probs, default=0.0)
-    if supports and share >= KEYWORDS_COVERED:
+    best = supports[0][0].match if supports else max(cos, default=0.0)
+    if supports and best >= COVER and share >= KEYWORDS_COVERED:
         verdict.verdict = COVERED
         verdict.reason = f"{_cite([s for s, _ in supports])} (best match {best:.2f}; {share:.0%} of the keywords)"
     elif supports:
         verdict.verdict = PARTIAL
         verdict.reason = (
-            f"{_cite([s for s, _ in supports])} match only in part (best match {best:.2f}; "
+            f"{_cite([s for s, _ in supports])} match only in part (best match {best:.2f}, covered at {COVER}; "
             f"{share:.0%} of the keywords, covered at {KEYWORDS_COVERED:.0%})"
         )
     else:
-        verdict.reason = "no block matches it" + _best(probs, bar)
+        verdict.reason = "no block matches it" + _best(supports, cos)
     return verdict
 
 
@@ -251,9 +263,8 @@ def _short(url: str) -> str:
     return f"{parts.hostname or ''}/{tail}" if tail else (parts.hostname or url)
 
 
-def _best(probs: list[float], bar: float) -> str:
-    return f" (best match {max(probs):.2f}, under the threshold {bar:.2f})" if probs else (
-        " (the synthesis has no evidence blocks)")
+def _best(supports: list[tuple[Support, str]], cos: list[float]) -> str:
+    return f" (best cosine {max(cos):.2f})" if cos else " (the synthesis has no evidence blocks)"
 
 
 def _and(items: list[str]) -> str:

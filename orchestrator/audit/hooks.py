@@ -70,7 +70,9 @@ def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory) -
     from .conflicts import SectionBlocks, find_conflicts
 
     sections = [section_json(s) for s in result.sections]
-    result.acceptance = judge_acceptance(list(charter.acceptance), sections, memory, min_score=result.min_score)
+    result.acceptance = judge_acceptance(
+        list(charter.acceptance), sections, memory.embedder, min_score=result.min_score
+    )
     result.conflicts, result.agreements = find_conflicts(
         [SectionBlocks(s["title"], s["label"], s["blocks"]) for s in sections]
     )

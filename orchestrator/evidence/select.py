@@ -1,8 +1,10 @@
 """Which scored candidates become a section's blocks: best probability first; the first must reach the threshold
-(else the section is a Gap), every further one the ``second`` bar as well; a further block is a distinct answer
-(it shares no sentence with a block of the same page and does not repeat a block's facts) or the same facts on
-another page, which is merged into that block ("also at") rather than printed twice. No padding: nothing below
-the bars fills a slot."""
+(else the section is a Gap). A further block is a distinct answer: it shares no sentence with a block of the same
+page and does not repeat a block's facts. From a page no block cites yet it needs the threshold too (another
+source answering the question: an auditor must see where sources differ); from a page already cited it needs the
+``second`` bar as well (another passage of the same source must earn its place). The same facts on another page
+are merged into the block ("also at") rather than printed twice. No padding: nothing below the bars fills a
+slot."""
 
 from __future__ import annotations
 
@@ -74,6 +76,7 @@ def select(candidates: list[Scored], *, k: int, threshold: float, second: float)
             if c.url not in {twin.url, *(a.url for a in twin.also)}:
                 twin.also.append(c)
             continue
-        if len(chosen) < k and (not chosen or c.p >= second):
+        cited = c.url in {o.url for o in chosen}
+        if len(chosen) < k and (not cited or c.p >= second):
             chosen.append(c)
     return chosen
