@@ -318,6 +318,10 @@ def calibrate(qs: list[Q], z: list[np.ndarray]) -> tuple[float, float]:
 
 
 LOSS = "pointwise"
+#: Domains whose unanswerable questions do not choose the bars (``--bars-without-unanswerable``); they still train
+#: the models and the calibration, and are still scored.
+FIT_ON: set[str] = set()
+
 
 
 def fit_model(qs: list[Q], l2: float, mask: np.ndarray) -> dict:
@@ -343,7 +347,8 @@ def fit_all(qs: list[Q], n_folds: int, l2: float, mask: np.ndarray) -> dict:
     z = oof_logits(qs, inner, l2, mask)
     a, b = calibrate(qs, z)
     probs = [1 / (1 + np.exp(-(a * v + b))) for v in z]
-    t, s = choose_bars(qs, probs)
+    keep = [i for i, q in enumerate(qs) if q.answerable or q.dataset not in FIT_ON]
+    t, s = choose_bars([qs[i] for i in keep], [probs[i] for i in keep])
     model["calibration"] = [a, b]
     return {"model": model, "threshold": t, "second": s}
 
@@ -437,10 +442,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--objective", choices=["two-step", "sum"], default="two-step", help="how the bars are chosen")
     ap.add_argument("--loss", choices=["listwise", "pointwise"], default="pointwise", help="how the model is fitted")
     ap.add_argument("--reader-cache", default=None, help="cache of reader logits (json.gz), kept across runs")
+    ap.add_argument("--bars-without-unanswerable", nargs="*", default=[], metavar="DATASET",
+                    help="these domains' unanswerable questions do not choose the bars (they still train the models "
+                    "and the calibration, and are scored), e.g. squad: SQuAD 2.0's are written against one "
+                    "paragraph to look answerable, unlike a research question no page answers")
     args = ap.parse_args(argv)
 
     global OBJECTIVE, LOSS
     OBJECTIVE, LOSS = args.objective, args.loss
+    global FIT_ON
+    FIT_ON = set(args.bars_without_unanswerable)
     qs = load(args.dumps)
     mask = np.ones(len(FEATURES))
     for g in [*args.ablate, *([] if args.read_top else ["reader"])]:
@@ -448,7 +459,8 @@ def main(argv: list[str] | None = None) -> int:
             mask[FEATURES.index(name)] = 0.0
     report = {"dumps": [Path(p).name for p in args.dumps], "questions": len(qs), "folds": args.folds,
               "l2": args.l2, "ablate": args.ablate, "seed": args.seed, "read_top": args.read_top,
-              "objective": args.objective, "loss": args.loss}
+              "objective": args.objective, "loss": args.loss,
+              "bars_without_unanswerable": args.bars_without_unanswerable}
     pre_models: dict | None = None
     final_qs = qs
     if args.read_top:
