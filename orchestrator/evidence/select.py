@@ -50,6 +50,14 @@ def same_facts(a: str, b: str) -> bool:
     return min(len(ta), len(tb)) >= 4 and len(ta & tb) / len(ta) >= 0.8
 
 
+def repeats(span: Span, quote: str) -> bool:
+    """Whether ``span`` repeats the facts of ``quote``: as a whole, or in one of its sentences (a window that
+    adds an unrelated sentence to the same facts is the same answer, not a new one)."""
+    return same_facts(span.quote, quote) or any(
+        len(s.split()) >= 4 and same_facts(s, quote) for s in span.keys if s != span.quote
+    )
+
+
 def overlaps(a: Span, b: Span) -> bool:
     """Whether two quotes of the same page share a sentence, or one's words lie within the other's (chunks
     overlap, so the same sentence may come from two chunks)."""
@@ -71,7 +79,7 @@ def select(candidates: list[Scored], *, k: int, threshold: float, second: float)
             break
         if any(overlaps(c.span, o.span) for o in chosen):
             continue
-        twin = next((o for o in chosen if same_facts(c.quote, o.quote)), None)
+        twin = next((o for o in chosen if repeats(c.span, o.quote)), None)
         if twin is not None:
             if c.url not in {twin.url, *(a.url for a in twin.also)}:
                 twin.also.append(c)

@@ -344,7 +344,8 @@ def test_restore_without_vectors_re_embeds(audit: Any, home: Path, tmp_path: Pat
 def test_conflict_between_sources_is_flagged_and_unedited_pages_agree(audit: Any) -> None:
     syn = audit.synthesis
     ferry = next(s for s in syn["sections"] if s["label"] == "Ferry")
-    urls = {b["url"].rsplit("/", 1)[-1] for b in ferry["blocks"]}
+    # every ferry page is cited: as a block, or as another source of a block's facts ("also at")
+    urls = {u.rsplit("/", 1)[-1] for b in ferry["blocks"] for u in [b["url"], *(a["url"] for a in b["also_at"])]}
     assert {"ferry.html", "ferry-guide.html", "ferry-notice.html"} <= urls, ferry["blocks"]
     conflicts = [c for c in syn["conflicts"] if c["section"] == "Ferry crossing"]
     assert conflicts, syn["conflicts"]
