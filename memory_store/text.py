@@ -24,7 +24,7 @@ from typing import Any
 
 __all__ = [
     "BACKENDS", "DEFAULT_BACKEND", "STOP_WORDS", "collapse", "content_words", "sentence_spans", "sentences",
-    "split_lines", "stem", "terms",
+    "split_lines", "stem", "terms", "words",
 ]
 
 DEFAULT_BACKEND = "syntok"
@@ -227,6 +227,11 @@ def stem(word: str) -> str:
                 return base[: -len(suffix)]
         return base
     return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words of ``text``, stop words included, in order."""
+    return _WORD.findall(text.lower())
 
 
 def content_words(text: str) -> list[str]:

@@ -1,15 +1,20 @@
 """``brt report CHARTER|SNAPSHOT --format html|csv|md [--out PATH]``: the last synthesis as a document people
-read (HTML, self-contained), a table spreadsheets open (CSV) or Markdown."""
+read (HTML, self-contained), a table spreadsheets open (CSV) or Markdown; with ``--check REPORT.md``, the
+HTML view of ``brt check`` of that report against the charter's store or the snapshot."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .bundle import AuditBundle, load_bundle
 from .errors import ReportError
 
-__all__ = ["FORMATS", "ReportResult", "render", "report", "write_report"]
+if TYPE_CHECKING:
+    from .check import CheckReport
+
+__all__ = ["FORMATS", "ReportResult", "check_view", "render", "report", "write_report"]
 
 FORMATS = ("html", "csv", "md")
 
@@ -19,7 +24,8 @@ class ReportResult:
     format: str
     text: str
     path: Path | None
-    bundle: AuditBundle
+    bundle: AuditBundle | None
+    check: CheckReport | None = None
 
 
 def render(bundle: AuditBundle, fmt: str) -> str:
@@ -48,10 +54,30 @@ def report(source: str | Path, *, fmt: str = "html", out: str | Path | None = No
 def write_report(bundle: AuditBundle, *, fmt: str = "html", out: str | Path | None = None) -> ReportResult:
     """``report`` of a bundle already loaded (``bundle.load_bundle``)."""
     text = render(bundle, fmt)
-    path = None
-    if out is not None:
-        path = Path(out).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-    return ReportResult(fmt, text, path, bundle)
+    return ReportResult(fmt, text, _write(text, out), bundle)
+
+
+def check_view(source: str | Path, report_md: str | Path, *, out: str | Path | None = None) -> ReportResult:
+    """The HTML view of ``brt check`` of the Markdown report ``report_md`` against ``source``: a charter file
+    (its store) or a snapshot (``.jsonl``); written to ``out`` when given."""
+    from ..charter import load_charter
+    from .check import check_report
+    from .report_html import render_check_html
+
+    src = Path(source).expanduser()
+    if src.suffix.lower() == ".jsonl":
+        result = check_report(report_md, snapshot=src)
+    else:
+        result = check_report(report_md, charter=load_charter(src))
+    text = render_check_html(result)
+    return ReportResult("html", text, _write(text, out), None, result)
+
+
+def _write(text: str, out: str | Path | None) -> Path | None:
+    if out is None:
+        return None
+    path = Path(out).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    return path
