@@ -11,11 +11,15 @@ Tools (each takes the path of a charter file, resolved against the server's work
                                               the harvest's allowlist, extraction, chunking and store path
     search(charter_path, query, k?, subtree?)
     resolve_path(charter_path, text)          the concept index's routing path for a text
-    synthesize(charter_path, out?)            evidence blocks and gaps per section (+ the files written)
+    synthesize(charter_path, out?)            evidence blocks and gaps per section, acceptance verdicts, conflicts
+                                              and agreements (+ the files written)
     clean(charter_path, keep?, snapshot?)     the snapshot path
     status(charter_path)                      (+ the charter's latest job in this server)
 
-Prompts ``harvest``, ``synthesize`` and ``clean`` (MCP clients show them as slash commands).
+Prompts ``harvest``, ``synthesize``, ``clean`` and ``check`` (MCP clients show them as slash commands). The audit
+tools (``verify``, ``restore``, ``report``, ``list_charters``, ``charter_init``, ``check_report``) are in
+``orchestrator/audit/mcp_tools.py``; the evidence resources ``brt://charters/{id}/sections/{n}`` in
+``orchestrator/mcp_resources.py``. Every tool declares its output schema (``orchestrator/mcp_schemas.py``).
 
 Page text is untrusted. Every string taken from a page (chunk text, snippets, titles, quotes) reaches the agent
 only inside :func:`quote_untrusted`'s delimiters, with any run of three or more ``<`` or ``>`` inside the text

@@ -13,7 +13,8 @@ For each claim of the report (``claims.py``: evidence-block lines, sentences, bu
   apostrophes folded to ASCII, an elision marked only with ``…`` (``...`` is three full stops);
 - **claims are cited**: a claim with no citation fails unless it is marked as unsupported;
 - **support**: a claim that cites but does not quote is scored against the cited pages' passages by
-  ``support.support_scores``: supported, weakly supported or not found there.
+  ``support.support_scores``: supported, weakly supported or not found there. A claim that quotes and says
+  more (``SAYS_MORE_WORDS`` content words outside its quotes) is scored too, and fails when not found there.
 
 Verdict of a claim, worst first: ``citation unresolved``, ``quote not verbatim``, ``wrong date``, ``uncited``,
 ``not found there``, ``weakly supported``, then ``quoted`` / ``supported`` / ``marked unsupported``. The report
@@ -389,13 +390,30 @@ def _check_claim(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSourc
         page = next((p for p in pages if found is not None and p.url == found.url), pages[0])
         result.evidence = Evidence(page.url, page.last_updated, chunk_id=found.chunk_id if found else None)
         result.verdict = "quoted"
+        if _says_more(claim):  # 'The page says "…", so the lamp was never lit': the rest is a claim too
+            verdict, evidence = _support(claim, pages, source)
+            if verdict == "not found there":
+                result.verdict, result.evidence = verdict, evidence
     elif pages:
         result.verdict, result.evidence = _support(claim, pages, source)
-        if result.verdict == "not found there":
-            result.problems.append(Problem("not_found", "no passage of the cited page states the claim "
-                                                        f"(best {result.evidence.score or 0:.2f})"))
+    if result.verdict == "not found there":
+        result.problems.append(Problem("not_found", "no passage of the cited page states the claim "
+                                                    f"(best {result.evidence.score or 0:.2f})"))
     result.verdict = _worst(result)
     return result
+
+
+#: A claim that quotes is scored as a claim too when it holds this many content words outside its quotes.
+SAYS_MORE_WORDS = 5
+
+
+def _says_more(claim: ReportClaim) -> bool:
+    from memory_store.text import content_words
+
+    outside = claim.plain
+    for quote in claim.quotes:
+        outside = outside.replace(quote, " ")
+    return len(content_words(outside)) >= SAYS_MORE_WORDS
 
 
 def _worst(result: ClaimResult) -> str:

@@ -398,7 +398,7 @@ def _block_claims(block: _Block, links: dict[str, str], footnotes: dict[str, Rep
         claim = _claim(block, start, piece, own, footnotes)
         if claim is not None:
             out.append(claim)
-        elif own and out and all(t.citations for t in own):
+        elif own and out and all(t.citations or t.kind == "footnote" for t in own):
             _attach(out[-1], own, footnotes)
         elif out and (_UNSUPPORTED.search(piece) or any(t.kind == "gap" for t in own)):
             out[-1].marked_unsupported = True  # "… a claim. (unsupported)": the mark follows its claim

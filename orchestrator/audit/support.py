@@ -14,7 +14,7 @@ passage says something else:
 - **numbers**: a number the claim states (digits or a number word: "20", "twenty", "1,500", "4.5") that the
   passage does not state;
 - **negation**: the claim is negated and the passage's closest sentence is not, or the other way round
-  ("not", "no", "never", "without", "n't", ...);
+  (an odd number of "not", "no", "never", "without", "n't", ...);
 - **direction**: the claim says one side of an opposed pair ("rose", "more", "before", "won", "allowed") and
   the passage's closest sentence says the other ("fell", "less", "after", "lost", "banned") but not the
   claim's side.
@@ -53,7 +53,7 @@ MISMATCH = 0.3
 #: The passages (most words in common with the claim first) whose cosine is computed.
 EMBED_TOP = 16
 #: Passages scoring (before the mismatches) within this of the best one are the page's closest statements.
-ALIGN_MARGIN = 0.15
+ALIGN_MARGIN = 0.1
 
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\d])")
 _UNITS = {
@@ -71,7 +71,7 @@ _NUMBER_WORDS = re.compile(
     re.IGNORECASE,
 )
 _NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|hardly|barely)\b|n['’]t\b",
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|hardly|barely)\b(?!-)|n['’]t\b",
     re.IGNORECASE,
 )
 #: Opposed pairs of words, as stems (``memory_store.text.stem``): one side of a pair in the claim and only the
@@ -126,7 +126,9 @@ def numbers(text: str) -> frozenset[str]:
 
 
 def negated(text: str) -> bool:
-    return _NEGATION.search(text) is not None
+    """Whether ``text`` is negated: an odd number of negations ("not", "no", "never", "n't", "without", ...;
+    "not without" is not negated; "no-" in a compound such as "no-cors" is no negation)."""
+    return len(_NEGATION.findall(text)) % 2 == 1
 
 
 @functools.lru_cache(maxsize=1 << 15)

@@ -207,3 +207,14 @@ def test_passages_are_runs_of_up_to_three_sentences() -> None:
     assert "One two three." in out and "One two three. Four five six. Seven eight nine." in out
     assert "Four five six. Seven eight nine. Ten." in out
     assert not any("One" in p and "Ten" in p for p in out)
+
+
+@pytest.mark.parametrize(
+    ("text", "negative"),
+    [("The office is not open.", True), ("It isn't open.", True), ("It has not been without interest.", False),
+     ("A no-cors request is opaque.", False), ("There is simply no way to know.", True), ("It is open.", False)],
+)
+def test_negation_counts_by_parity(text: str, negative: bool) -> None:
+    from orchestrator.audit.support import negated
+
+    assert negated(text) is negative
