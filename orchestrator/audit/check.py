@@ -410,10 +410,7 @@ SAYS_MORE_WORDS = 5
 def _says_more(claim: ReportClaim) -> bool:
     from memory_store.text import content_words
 
-    outside = claim.plain
-    for quote in claim.quotes:
-        outside = outside.replace(quote, " ")
-    return len(content_words(outside)) >= SAYS_MORE_WORDS
+    return len(content_words(claim.outside)) >= SAYS_MORE_WORDS
 
 
 def _worst(result: ClaimResult) -> str:

@@ -69,6 +69,7 @@ class ReportClaim:
     citations: list[Citation] = field(default_factory=list)
     marked_unsupported: bool = False
     plain: str = ""  # the text without its citations and quote marks (what a cited claim is scored by)
+    outside: str = ""  # its words outside its quotes and citations
 
 
 @dataclass
@@ -467,13 +468,13 @@ def _claim(block: _Block, start: int, piece: str, own: list[_Token],
     by_index = {t.index: t for t in own}
     restored = _RESTORE.sub(lambda m: _restore(m, by_index), piece).strip()
     quotes = [t.quote for t in own if t.quote is not None and _words(t.quote) >= MIN_QUOTE_WORDS]
-    plain = _plain_masked(piece, by_index)
+    plain, outside = _plain_masked(piece, by_index)
     if not quotes and (_words(plain) < MIN_CLAIM_WORDS or restored.rstrip("*_ ").endswith(("?", ":"))):
         return None
     citations = [c for t in own for c in _expand(t, footnotes)]
     marked = bool(_UNSUPPORTED.search(restored)) or any(t.kind == "gap" for t in own)
     return ReportClaim(block.line_at(start), " ".join(restored.split()), block.kind, quotes, citations, marked,
-                       plain)
+                       plain, outside)
 
 
 _RESTORE = re.compile("\u27e6(\\d+)\u27e7(\\.?)")
@@ -488,8 +489,11 @@ def _restore(m: re.Match[str], by_index: dict[int, _Token]) -> str:
     return t.text + ("" if ends else m.group(2))
 
 
-def _plain_masked(piece: str, by_index: dict[int, _Token]) -> str:
-    """The claim's words without its citations and dates (a quote's words stay, without the quote marks)."""
+def _plain_masked(piece: str, by_index: dict[int, _Token]) -> tuple[str, str]:
+    """The claim's words without its citations and dates (its quotes' words kept as written, without the quote
+    marks), and its words outside its quotes. Dates and stranded punctuation go first, while the quotes are
+    still masked, so a quote's own text is never touched."""
+    masked = _tidy(_DATE_NEAR.sub(" ", piece))
 
     def sub(m: re.Match[str]) -> str:
         t = by_index.get(int(m.group(1)))
@@ -497,7 +501,7 @@ def _plain_masked(piece: str, by_index: dict[int, _Token]) -> str:
             return " "
         return t.quote + ("" if t.quote.rstrip().endswith((".", "!", "?")) else m.group(2))
 
-    return _tidy(_DATE_NEAR.sub(" ", _RESTORE.sub(sub, piece)))
+    return " ".join(_RESTORE.sub(sub, masked).split()), _tidy(_RESTORE.sub(" ", masked))
 
 
 def _tidy(text: str) -> str:
@@ -507,13 +511,13 @@ def _tidy(text: str) -> str:
 
 
 def _plain(text: str, tokens: list[_Token]) -> str:
-    out, pos = [], 0
+    masked, pos = [], 0
     for t in tokens:
-        out.append(text[pos:t.start])
-        out.append(t.quote or " ")
+        masked.append(text[pos:t.start])
+        masked.append(_MASK.format(t.index))
         pos = t.end
-    out.append(text[pos:])
-    return _tidy(_DATE_NEAR.sub(" ", "".join(out)))
+    masked.append(text[pos:])
+    return _plain_masked("".join(masked), {t.index: t for t in tokens})[0]
 
 
 def _assign_dates(text: str, tokens: list[_Token]) -> None:

@@ -155,22 +155,36 @@ def _sentences(text: str) -> tuple[str, ...]:
 
 def signals(claim: str, passage: str) -> dict[str, bool]:
     """The explicit mismatches between ``claim`` and ``passage``: ``numbers`` (a number of the claim the
-    passage lacks), ``negation`` (one is negated, the passage's sentence closest to the claim is not, or the
-    other way round) and ``direction`` (an opposed pair)."""
-    claim_terms = _terms(claim)
-    closest = max(_sentences(passage), key=lambda s: len(claim_terms & _terms(s)))
-    claim_terms, near = _all_stems(claim), _all_stems(closest)
+    passage lacks, or the claim's statement in the passage gives other numbers), ``negation`` (the claim is
+    negated and its statement in the passage is not, or the other way round) and ``direction`` (an opposed
+    pair). The claim's *statement* in the passage is the passage's sentence sharing the most words with it,
+    narrowed to the clauses of that sentence that share words with it (a negation in another clause of the
+    sentence, "… — and I will never be the same", says nothing about the claim)."""
+    stated = _statement(claim, passage)
+    claim_stems, near = _all_stems(claim), _all_stems(stated)
     direction = any(
-        (claim_terms & a and near & b and not near & a) or (claim_terms & b and near & a and not near & b)
+        (claim_stems & a and near & b and not near & a) or (claim_stems & b and near & a and not near & b)
         for a, b in _opposed()
     )
-    claimed, said = numbers(claim), numbers(closest)
+    claimed, said = numbers(claim), numbers(stated)
     return {
-        # a number the passage lacks, or the closest sentence states other numbers instead of the claim's
+        # a number the passage lacks, or the claim's statement gives other numbers instead of the claim's
         "numbers": bool(claimed - numbers(passage)) or bool(claimed - said and said - claimed),
-        "negation": negated(claim) != negated(closest),
+        "negation": negated(claim) != negated(stated),
         "direction": bool(direction),
     }
+
+
+_CLAUSE = re.compile(r"\s*(?:[,;:()\[\]“”\"—–]|\s-\s)\s*")
+
+
+def _statement(claim: str, passage: str) -> str:
+    """The clauses of the passage's sentence closest to ``claim`` that share a word with it (the whole sentence
+    when none does on its own)."""
+    wanted = _terms(claim)
+    closest = max(_sentences(passage), key=lambda s: len(wanted & _terms(s)))
+    clauses = [c for c in _CLAUSE.split(closest) if wanted & _terms(c)]
+    return " ".join(clauses) if clauses else closest
 
 
 def words_score(claim: str, passage: str) -> float:

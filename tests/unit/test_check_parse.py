@@ -218,3 +218,10 @@ def test_negation_counts_by_parity(text: str, negative: bool) -> None:
     from orchestrator.audit.support import negated
 
     assert negated(text) is negative
+
+
+def test_the_words_outside_a_quote_and_the_quote_kept_intact() -> None:
+    claim = only('The source states "Its lamp (a 1953 model, rebuilt) shines; far." ([a](https://x.test/a), '
+                 "last updated: 2024-01-02).")
+    assert claim.outside.rstrip(" .") == "The source states"
+    assert "Its lamp (a 1953 model, rebuilt) shines; far." in claim.plain and "2024" not in claim.plain
