@@ -175,7 +175,8 @@ def signals(claim: str, passage: str) -> dict[str, bool]:
     }
 
 
-_CLAUSE = re.compile(r"\s*(?:[,;:()\[\]“”\"—–]|\s-\s)\s*")
+# clause breaks: punctuation followed by a space (never the comma of "1,500"), brackets, quote marks, dashes
+_CLAUSE = re.compile(r"\s*(?:[,;:](?=\s)|[()\[\]“”\"—–]|\s-\s)\s*")
 
 
 def _statement(claim: str, passage: str) -> str:

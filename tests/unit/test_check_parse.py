@@ -199,6 +199,8 @@ def test_no_signal_for_a_faithful_restatement() -> None:
     passage = "The lamp was converted to electricity in 1953 and can be seen from twenty nautical miles."
     assert not any(signals("In 1953 the lamp was converted to electricity, visible from 20 nautical miles.",
                            passage).values())
+    passage = "An estimated 964,000 people, about 0.4 percent, reported it in 2017; it will never be the same."
+    assert not any(signals("Some 964,000 people reported it in 2017.", passage).values())
 
 
 def test_passages_are_runs_of_up_to_three_sentences() -> None:
