@@ -384,7 +384,7 @@ def _block_claims(block: _Block, links: dict[str, str], footnotes: dict[str, Rep
     _assign_dates(text, tokens)
     masked, starts = _mask(text, tokens)
     out: list[ReportClaim] = []
-    spans = [(0, len(masked))] if block.kind == "bullet" else sentence_spans(masked)
+    spans = [(0, len(masked))] if block.kind == "bullet" else _joined(sentence_spans(masked), masked)
     for a, b in spans:
         while a < b and masked[a] in ".,;:) ":
             a += 1  # a splitter may leave the end of the sentence before on this one
@@ -403,6 +403,18 @@ def _block_claims(block: _Block, links: dict[str, str], footnotes: dict[str, Rep
             _attach(out[-1], own, footnotes)
         elif out and (_UNSUPPORTED.search(piece) or any(t.kind == "gap" for t in own)):
             out[-1].marked_unsupported = True  # "… a claim. (unsupported)": the mark follows its claim
+    return out
+
+
+def _joined(spans: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
+    """Sentence spans with a span that ends in a semicolon joined to the next one: "A holds; B holds [1]." is
+    one claim, cited once."""
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        if out and text[out[-1][0]:out[-1][1]].rstrip().endswith(";"):
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
     return out
 
 

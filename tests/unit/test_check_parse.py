@@ -227,3 +227,11 @@ def test_the_words_outside_a_quote_and_the_quote_kept_intact() -> None:
                  "last updated: 2024-01-02).")
     assert claim.outside.rstrip(" .") == "The source states"
     assert "Its lamp (a 1953 model, rebuilt) shines; far." in claim.plain and "2024" not in claim.plain
+
+
+def test_a_semicolon_does_not_end_a_claim() -> None:
+    first, second = claims_of("Only the diagonal entries are real; Hermitian matrices can have complex entries "
+                              "elsewhere ([Hermitian matrix](https://x.test/h), last updated: 2020-02-24). The "
+                              "diagonal entries are real numbers.")
+    assert first.text.startswith("Only the diagonal") and [c.url for c in first.citations] == ["https://x.test/h"]
+    assert second.text.startswith("The diagonal") and not second.citations
