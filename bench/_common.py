@@ -290,10 +290,7 @@ def check_har_replay(har: Path, url: str, expect: str | None = None) -> str:
     (asserting ``expect`` occurs in the rendered HTML). Proves the HAR writer's output replays."""
     from playwright.sync_api import sync_playwright
 
-    try:
-        from orchestrator.harvest.launch import LAUNCH_ARGS, find_browser
-    except ImportError:  # layout before issue 12 (benchmarks run against both)
-        from orchestrator.browser import LAUNCH_ARGS, find_browser
+    from orchestrator.harvest.launch import LAUNCH_ARGS, find_browser
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=find_browser(), headless=True, args=LAUNCH_ARGS)
@@ -356,10 +353,7 @@ def machine_info() -> dict:
     except Exception:
         pass
     try:
-        try:
-            from orchestrator.harvest.launch import find_browser
-        except ImportError:  # layout before issue 12
-            from orchestrator.browser import find_browser
+        from orchestrator.harvest.launch import find_browser
 
         exe = find_browser()
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
@@ -374,11 +368,54 @@ def store_machine_info() -> dict:
     return {k: v for k, v in machine_info().items() if k not in {"browser", "playwright", "trafilatura"}}
 
 
-def emit_report(report: dict, json_out: str | None) -> None:
-    """Print a benchmark's JSON report, and write it to ``json_out`` when given."""
+RESULTS_DIR = REPO_ROOT / "bench" / "results"
+
+
+def write_result(name: str, payload: Mapping, *, results_dir: Path | None = None) -> Path:
+    """Write a benchmark's latest result to ``bench/results/<name>.json`` (replacing the previous one): the
+    payload, after when it was taken, the command line and the commit (``+changes`` when the tracked files differ
+    from it); the payload's own keys win."""
+    folder = Path(results_dir) if results_dir is not None else RESULTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "name": name,
+        "taken_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": " ".join(["python", *sys.argv]),
+        "commit": _commit(),
+        **dict(payload),
+    }
+    path = folder / f"{name}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    print(f"[bench] result written to {path}", file=sys.stderr)
+    return path
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    dirty = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True, text=True, timeout=10,
+    ).stdout.strip()
+    return out.stdout.strip() + ("+changes" if dirty else "")
+
+
+def emit_report(report: dict, json_out: str | None, *, name: str | None = None) -> None:
+    """Print a benchmark's JSON report, write it to ``json_out`` when given, and as the latest result of
+    benchmark ``name`` (``bench/results/<name>.json``) when named."""
     print(json.dumps(report, indent=2))
     if json_out:
         Path(json_out).write_text(json.dumps(report, indent=2) + "\n")
+    if name:
+        write_result(name, report)
 
 
 def setup_env(tmp: Path) -> None:

@@ -1,7 +1,9 @@
 """``brt check`` on reports written from real syntheses, seeded with the errors agents make.
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/check_report.py --eval-dir ../shared/eval \\
-        [--sets web-qa,news] [--per-kind 25] [--json bench/results/check_report.json]
+        [--sets web-qa,news] [--per-kind 25] [--json OUT.json]
+
+The latest result is written to ``bench/results/check_report.json`` (``write_result``).
 
 Evidence: the three web-qa charters (``web-qa/web-qa-dev.json``, 32 real pages of
 ``readability-test-pages/``) and one charter over the 33 news pages of
@@ -51,7 +53,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench._common import hosts_of, machine_info, write_har  # noqa: E402
+from bench._common import hosts_of, machine_info, write_har, write_result  # noqa: E402
 from bench.evidence_squad import run_cli, write_bench_charter  # noqa: E402
 
 KINDS = ["altered_quote", "moved_quote", "wrong_date", "invented_url", "uncited", "reversed", "misattributed"]
@@ -549,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json_out:
             Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json_out).write_text(text + "\n")
+        write_result("check_report", json.loads(text))  # bench/results/check_report.json: the latest result
     finally:
         if args.keep_tmp:
             print(f"[check] kept {tmp}", file=sys.stderr)

@@ -282,7 +282,7 @@ def main() -> int:
         "machine": machine_info(),
         "work_dir": str(work),
     }
-    emit_report(out, args.json)
+    emit_report(out, args.json, name="conflicts")
     return 0
 
 

@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         report["machine"]["onnxruntime"] = onnxruntime.__version__
     except ImportError:
         pass
-    emit_report(report, args.json_out)
+    emit_report(report, args.json_out, name="embed_backends")
     return 0
 
 

@@ -34,6 +34,7 @@ from bench._common import (  # noqa: E402
     resolve_eval_dir,
     setup_env,
     write_har,
+    write_result,
 )
 
 TARGET_F1 = 0.95
@@ -308,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         print()
         print(json.dumps(summary))
+        write_result("extraction_quality", summary)
         if args.json_out:
             full = dict(summary)
             full["not_stored"] = {n: extra[n].get("not_stored") for n in extra if n.startswith("brt")}

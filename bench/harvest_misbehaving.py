@@ -124,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(figures, indent=2))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    from bench._common import write_result
+
+    write_result("harvest_misbehaving", figures)
     import shutil
 
     shutil.rmtree(home, ignore_errors=True)

@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
             "model": paper_model(runs["local"], runs["s3"], embed_cpu / max(1, len(texts)), tput),
             "ray": "not implemented on this branch: not measured",
         }
-        emit_report(report, args.json_out)
+        emit_report(report, args.json_out, name="object_store_scaling")
     finally:
         if httpd is not None:
             httpd.shutdown()

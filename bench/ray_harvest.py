@@ -1,4 +1,4 @@
-"""Harvest on Ray vs a local harvest, on this machine (issue 15, benchmark 1).
+"""Harvest on Ray vs a local harvest, on this machine.
 
 The same generated site of N pages (default 500; ``tests/sites/hosts.py``: four host names on loopback, one
 server, made at run time) is harvested from scratch four times, each run in a fresh process so that each pays its
@@ -29,7 +29,7 @@ from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import machine_info  # noqa: E402
+from bench._common import machine_info, write_result  # noqa: E402
 
 HOSTS = 4
 
@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.json_out:
         Path(args.json_out).write_text(text, encoding="utf-8")
+    write_result("ray_harvest", result)
     return 0
 
 

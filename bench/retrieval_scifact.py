@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine,
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
-    emit_report(report, args.json_out)
+    emit_report(report, args.json_out, name="retrieval_scifact")
     return 0
 
 

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": store_machine_info(),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
-    emit_report(report, args.json_out)
+    emit_report(report, args.json_out, name="segmentation")
     return 0
 
 

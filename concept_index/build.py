@@ -9,7 +9,7 @@ import math
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -94,24 +94,18 @@ def update_from_store(
     ci = index or ConceptIndex(memory=memory, config=config, summary_merge=summary_merge, load=not rebuild)
     if config is not None:
         ci.config = config
-    cfg = ci.config
     specs = [SectionSpec.of(s) for s in sections]
     section_doc = [{"title": s.title, "question": s.question, "concept": s.concept} for s in specs]
     pages = memory.pages()
     sigs = {p.url: _sig(p.chunk_ids) for p in pages}
     changed = [u for u, s in sigs.items() if ci.pages.get(u) != s]
     removed = [u for u in ci.pages if u not in sigs]
-    have_pointers = {r.url for r in ptr.read_pointers(memory.path)} == set(ci.pointer_urls)
-    if not rebuild and not changed and not removed and section_doc == ci.sections and have_pointers and len(ci) > 1:
-        return ci, UpdateReport(len(ci), ci.G.number_of_edges(), 0, 0, 0, 0, 0, 0.0, skipped=True)
     if not rebuild and not changed and not removed and section_doc == ci.sections and len(ci) > 1:
+        if {r.url for r in ptr.read_pointers(memory.path)} == set(ci.pointer_urls):
+            return ci, UpdateReport(len(ci), ci.G.number_of_edges(), 0, 0, 0, 0, 0, 0.0, skipped=True)
         # the same chunks, but pages were stored again (their pointers purged): rebuild only the pointers
         assign, _, _ = _assign_chunks(ci, memory, pages)
-        rows = _pointer_rows(ci, assign)
-        with memory.write_lock():
-            ptr.write_pointers(memory.path, rows)
-        ci.pointer_urls = sorted({r.url for r in rows})
-        ci.save()
+        rows = _save_with_pointers(ci, memory, assign)
         return ci, UpdateReport(
             len(ci), ci.G.number_of_edges(), len(rows), 0, 0, 0, 0, round(time.perf_counter() - t0, 3)
         )
@@ -120,141 +114,30 @@ def update_from_store(
 
     # rarity statistics over labels and pages (for compare_generality)
     ci.rarity = Rarity(p.text for p in pages)
-
-    # 1. the charter: concept hints (forced chains) and section titles
-    def _ctx(s: SectionSpec) -> str:
-        return f"{s.title}. {s.question}" if s.question and s.question != s.title else s.title
-
-    prime: list[str] = []
-    for s in specs:
-        parts = [p.strip() for p in (s.concept or "").split(">") if p.strip()]
-        prime += parts[:-1] + ([f"{parts[-1]}: {_ctx(s)}"] if parts else []) + [_ctx(s)]
-    ci.embed(prime)
-    for s in specs:
-        parent = ROOT
-        if s.concept:
-            parts = [p.strip() for p in s.concept.split(">") if p.strip()]
-            for j, part in enumerate(parts):
-                found = next((c for c in ci.children(parent) if norm_label(ci.label(c)) == norm_label(part)), None)
-                if found is None:
-                    # the leaf of a hint is embedded with its section's question, so it attracts its chunks
-                    ctx = f"{part}: {_ctx(s)}" if j == len(parts) - 1 else None
-                    found = ci.add_node(
-                        part, parent, kind="charter", context=ctx, pinned=True, reason="charter concept hint"
-                    )
-                ci.G.nodes[found]["pinned"] = True
-                parent = found
-        ctx = _ctx(s)
-        if s.concept:
-            existing = ci.find(s.title)
-            if existing is None:
-                ci.add_node(s.title, parent, kind="section", context=ctx, pinned=True, reason="charter section")
-        else:
-            ci.insert(s.title, kind="section", context=ctx, pinned=True)
+    _add_charter_concepts(ci, specs)  # 1. concept hints (forced chains) and section titles
     ci.sections = section_doc
-
-    # 2. headings (h1 = title, h2, h3 nested) and key phrases across pages
-    texts = {p.url: p.text for p in pages}
-    heads: dict[str, dict[str, Any]] = {}
-    nest: Counter = Counter()
-    for p in pages:
-        for h in page_headings(p.text, p.title):
-            key = norm_label(h.text)
-            if not key or len(key) < 3:
-                continue
-            e = heads.setdefault(key, {"label": h.text, "pages": set(), "level": h.level})
-            e["pages"].add(p.url)
-            e["level"] = min(e["level"], h.level)
-            if h.parent:
-                nest[(norm_label(h.parent), key)] += 1
-    chosen_heads = _select_headings(ci, heads, specs, cfg.max_headings)
-    phrases = key_phrases(texts, top=cfg.max_phrases)
-
-    new_concepts: list[tuple[str, str, set[str]]] = []  # (label, kind, pages)
-    for key in chosen_heads:
-        e = heads[key]
-        new_concepts.append((e["label"], "heading", set(e["pages"])))
-    taken = [f" {stem_key(lab)} " for lab, _, _ in new_concepts]
-    taken += [f" {stem_key(ci.label(n))} " for n in ci.G.nodes if n != ROOT and ci.G.nodes[n].get("pinned")]
-    for st in phrases:
-        if any(f" {stem_key(st.phrase)} " in t for t in taken):  # already in a heading or charter concept
-            continue
-        taken.append(f" {stem_key(st.phrase)} ")
-        new_concepts.append((phrase_surface(st), "phrase", set(st.pages)))
+    heads, nest = _page_headings(pages)  # 2. headings (h1 = title, h2, h3 nested) and key phrases
+    new_concepts = _page_concepts(ci, heads, specs, {p.url: p.text for p in pages})
     wanted = {norm_label(lab) for lab, _, _ in new_concepts}
-
-    # drop earlier page concepts that are no longer selected (their pages changed or vanished)
-    n_removed = 0
-    for n in list(ci.G.nodes):
-        d = ci.G.nodes[n]
-        if n != ROOT and not d.get("pinned") and norm_label(d["label"]) not in wanted:
-            ci.remove_node(n, "no longer among the charter's page concepts")
-            n_removed += 1
-
-    # 3. insert, most general first (so is-a chains form top-down)
-    new_concepts.sort(key=lambda t: specificity(t[0], ci.rarity)[0])
-    vecs = ci.embed([lab for lab, _, _ in new_concepts]) if new_concepts else None
-    for i, (lab, kind, pgs) in enumerate(new_concepts):
-        nid = ci.find(lab)
-        if nid is not None and norm_label(ci.label(nid)) == norm_label(lab):
-            continue
-        ci.insert(lab, kind=kind, vector=vecs[i] if vecs is not None else None, support=pgs)
-
-    # 4. part-of from nested headings
-    for (pk, ck), _count in nest.items():
-        if pk in wanted and ck in wanted:
-            pn, cn = ci.find(heads.get(pk, {}).get("label", pk)), ci.find(heads.get(ck, {}).get("label", ck))
-            if pn and cn and pn != cn and not ci.G.has_edge(pn, cn) and not ci.G.has_edge(cn, pn):
-                ci.add_edge(pn, cn, PART_OF, "nested heading")
+    n_removed = _drop_nodes(ci, lambda d: norm_label(d["label"]) not in wanted,
+                            "no longer among the charter's page concepts")
+    _insert_concepts(ci, new_concepts)  # 3. most general first
+    _nested_part_of(ci, nest, heads, wanted)  # 4. part-of from nested headings
 
     # 5. pointers: chunks -> nodes
     assign, chunk_vecs, chunk_text = _assign_chunks(ci, memory, pages)
-    node_chunks: dict[str, set[str]] = defaultdict(set)
-    node_urls: dict[str, set[str]] = defaultdict(set)
-    for url, cid, nodes in assign:
-        for n in nodes:
-            node_chunks[n].add(cid)
-            node_urls[n].add(url)
-    for n in ci.G.nodes:
-        if n == ROOT:
-            continue
-        d = ci.G.nodes[n]
-        d["support"] = set(node_urls.get(n, set()))
-        ids = [c for c in node_chunks.get(n, ()) if c in chunk_vecs]
-        d["own_vec"] = np.mean(np.stack([chunk_vecs[c] for c in ids]), axis=0) if ids else None
-    # page concepts with no chunk at all are noise: remove them
-    for n in list(ci.G.nodes):
-        d = ci.G.nodes.get(n)
-        if d is not None and n != ROOT and not d.get("pinned") and not d["support"]:
-            ci.remove_node(n, "no chunk supports it")
-            n_removed += 1
+    node_chunks, node_urls = _node_support(ci, assign, chunk_vecs)
+    n_removed += _drop_nodes(ci, lambda d: not d["support"], "no chunk supports it")  # noise
     ci.consolidate()
 
     # 6. influences from chunk co-occurrence
     _influences(ci, node_chunks, total=len({cid for _, cid, _ in assign}) or 1)
-
     # 7. summaries (nodes whose chunks changed, or without one)
-    changed_set = set(changed) | set(removed)
-    for n in ci.G.nodes:
-        if n == ROOT:
-            continue
-        d = ci.G.nodes[n]
-        if d["summary_50w"] and not (node_urls.get(n, set()) & changed_set) and not rebuild:
-            continue
-        ids = list(node_chunks.get(n, ()))
-        cen = d.get("centroid")
-        if cen is not None and ids:
-            ids.sort(key=lambda c: -float(np.dot(chunk_vecs[c], cen)) if c in chunk_vecs else 0.0)
-        summary = extractive_summary([chunk_text[c] for c in ids[:6] if c in chunk_text], focus=d["label"])
-        ci.set_summary(n, summary)
-
+    fresh = _FreshChunks(node_chunks, node_urls, chunk_vecs, chunk_text, set(changed) | set(removed))
+    _summaries(ci, fresh, rebuild=rebuild)
     # 8. write pointer rows (purge then rebuild) and the graph
-    rows = _pointer_rows(ci, assign)
-    with memory.write_lock():
-        ptr.write_pointers(memory.path, rows)
     ci.pages = sigs
-    ci.pointer_urls = sorted({r.url for r in rows})
-    ci.save()
+    rows = _save_with_pointers(ci, memory, assign)
     inserted = sum(1 for e in ci.events[events_before:] if e["action"] == "insert")
     rep = UpdateReport(
         nodes=len(ci),
@@ -268,6 +151,171 @@ def update_from_store(
     )
     log.info("concept index of %s: %s (had %d nodes)", memory.charter_id, rep, n_before)
     return ci, rep
+
+
+def _section_context(s: SectionSpec) -> str:
+    return f"{s.title}. {s.question}" if s.question and s.question != s.title else s.title
+
+
+def _hint_parts(s: SectionSpec) -> list[str]:
+    return [p.strip() for p in (s.concept or "").split(">") if p.strip()]
+
+
+def _add_charter_concepts(ci: ConceptIndex, specs: list[SectionSpec]) -> None:
+    """The charter's concept hints (forced, pinned chains under the root) and its section titles."""
+    prime: list[str] = []
+    for s in specs:
+        parts = _hint_parts(s)
+        prime += parts[:-1] + ([f"{parts[-1]}: {_section_context(s)}"] if parts else []) + [_section_context(s)]
+    ci.embed(prime)
+    for s in specs:
+        ctx = _section_context(s)
+        if not s.concept:
+            ci.insert(s.title, kind="section", context=ctx, pinned=True)
+            continue
+        parent = ROOT
+        parts = _hint_parts(s)
+        for j, part in enumerate(parts):
+            found = next((c for c in ci.children(parent) if norm_label(ci.label(c)) == norm_label(part)), None)
+            if found is None:
+                # the leaf of a hint is embedded with its section's question, so it attracts its chunks
+                leaf_ctx = f"{part}: {ctx}" if j == len(parts) - 1 else None
+                found = ci.add_node(
+                    part, parent, kind="charter", context=leaf_ctx, pinned=True, reason="charter concept hint"
+                )
+            ci.G.nodes[found]["pinned"] = True
+            parent = found
+        if ci.find(s.title) is None:
+            ci.add_node(s.title, parent, kind="section", context=ctx, pinned=True, reason="charter section")
+
+
+def _page_headings(pages: list[Any]) -> tuple[dict[str, dict[str, Any]], Counter]:
+    """Every page's headings by key (label, pages, best level) and how often one heading nests another."""
+    heads: dict[str, dict[str, Any]] = {}
+    nest: Counter = Counter()
+    for p in pages:
+        for h in page_headings(p.text, p.title):
+            key = norm_label(h.text)
+            if not key or len(key) < 3:
+                continue
+            e = heads.setdefault(key, {"label": h.text, "pages": set(), "level": h.level})
+            e["pages"].add(p.url)
+            e["level"] = min(e["level"], h.level)
+            if h.parent:
+                nest[(norm_label(h.parent), key)] += 1
+    return heads, nest
+
+
+def _page_concepts(
+    ci: ConceptIndex, heads: dict[str, dict[str, Any]], specs: list[SectionSpec], texts: dict[str, str]
+) -> list[tuple[str, str, set[str]]]:
+    """(label, kind, pages) of the concepts the pages suggest: the chosen headings, then the key phrases that
+    no heading or pinned concept holds already."""
+    cfg = ci.config
+    chosen_heads = _select_headings(ci, heads, specs, cfg.max_headings)
+    phrases = key_phrases(texts, top=cfg.max_phrases)
+    new_concepts = [(heads[key]["label"], "heading", set(heads[key]["pages"])) for key in chosen_heads]
+    taken = [f" {stem_key(lab)} " for lab, _, _ in new_concepts]
+    taken += [f" {stem_key(ci.label(n))} " for n in ci.G.nodes if n != ROOT and ci.G.nodes[n].get("pinned")]
+    for st in phrases:
+        if any(f" {stem_key(st.phrase)} " in t for t in taken):  # already in a heading or charter concept
+            continue
+        taken.append(f" {stem_key(st.phrase)} ")
+        new_concepts.append((phrase_surface(st), "phrase", set(st.pages)))
+    return new_concepts
+
+
+def _drop_nodes(ci: ConceptIndex, drop: Callable[[dict[str, Any]], bool], reason: str) -> int:
+    """Remove the page concepts (never the root or a pinned node) ``drop`` picks; how many went."""
+    n_removed = 0
+    for n in list(ci.G.nodes):
+        d = ci.G.nodes.get(n)
+        if d is not None and n != ROOT and not d.get("pinned") and drop(d):
+            ci.remove_node(n, reason)
+            n_removed += 1
+    return n_removed
+
+
+def _insert_concepts(ci: ConceptIndex, new_concepts: list[tuple[str, str, set[str]]]) -> None:
+    """Insert the concepts not in the index yet, most general first (so is-a chains form top-down)."""
+    new_concepts.sort(key=lambda t: specificity(t[0], ci.rarity)[0])
+    vecs = ci.embed([lab for lab, _, _ in new_concepts]) if new_concepts else None
+    for i, (lab, kind, pgs) in enumerate(new_concepts):
+        nid = ci.find(lab)
+        if nid is not None and norm_label(ci.label(nid)) == norm_label(lab):
+            continue
+        ci.insert(lab, kind=kind, vector=vecs[i] if vecs is not None else None, support=pgs)
+
+
+def _nested_part_of(ci: ConceptIndex, nest: Counter, heads: dict[str, dict[str, Any]], wanted: set[str]) -> None:
+    """``part_of`` edges between concepts whose headings nest on a page."""
+    for pk, ck in nest:
+        if pk in wanted and ck in wanted:
+            pn, cn = ci.find(heads.get(pk, {}).get("label", pk)), ci.find(heads.get(ck, {}).get("label", ck))
+            if pn and cn and pn != cn and not ci.G.has_edge(pn, cn) and not ci.G.has_edge(cn, pn):
+                ci.add_edge(pn, cn, PART_OF, "nested heading")
+
+
+def _node_support(
+    ci: ConceptIndex, assign: list[tuple[str, str, list[str]]], chunk_vecs: dict[str, np.ndarray]
+) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """The chunks and pages of each node; sets each node's ``support`` (pages) and ``own_vec`` (mean chunk)."""
+    node_chunks: dict[str, set[str]] = defaultdict(set)
+    node_urls: dict[str, set[str]] = defaultdict(set)
+    for url, cid, nodes in assign:
+        for n in nodes:
+            node_chunks[n].add(cid)
+            node_urls[n].add(url)
+    for n in ci.G.nodes:
+        if n == ROOT:
+            continue
+        d = ci.G.nodes[n]
+        d["support"] = set(node_urls.get(n, set()))
+        ids = [c for c in node_chunks.get(n, ()) if c in chunk_vecs]
+        d["own_vec"] = np.mean(np.stack([chunk_vecs[c] for c in ids]), axis=0) if ids else None
+    return node_chunks, node_urls
+
+
+@dataclass
+class _FreshChunks:
+    """What the summaries are written from: each node's chunks and pages, the chunks' vectors and texts, and
+    the pages that changed or went since the last update."""
+
+    node_chunks: dict[str, set[str]]
+    node_urls: dict[str, set[str]]
+    chunk_vecs: dict[str, np.ndarray]
+    chunk_text: dict[str, str]
+    changed: set[str]
+
+
+def _summaries(ci: ConceptIndex, fresh: _FreshChunks, *, rebuild: bool) -> None:
+    """A summary for every node whose pages changed or that has none (all of them on a rebuild), from its
+    chunks nearest its centroid."""
+    for n in ci.G.nodes:
+        if n == ROOT:
+            continue
+        d = ci.G.nodes[n]
+        if d["summary_50w"] and not (fresh.node_urls.get(n, set()) & fresh.changed) and not rebuild:
+            continue
+        ids = list(fresh.node_chunks.get(n, ()))
+        cen = d.get("centroid")
+        if cen is not None and ids:
+            vecs = fresh.chunk_vecs
+            ids.sort(key=lambda c: -float(np.dot(vecs[c], cen)) if c in vecs else 0.0)
+        texts = [fresh.chunk_text[c] for c in ids[:6] if c in fresh.chunk_text]
+        ci.set_summary(n, extractive_summary(texts, focus=d["label"]))
+
+
+def _save_with_pointers(ci: ConceptIndex, memory: Memory, assign: list[tuple[str, str, list[str]]]) -> list[Any]:
+    """Write the pointer rows (purge then rebuild) and save the graph; the rows written."""
+    from memory_store import pointers as ptr
+
+    rows = _pointer_rows(ci, assign)
+    with memory.write_lock():
+        ptr.write_pointers(memory.path, rows)
+    ci.pointer_urls = sorted({r.url for r in rows})
+    ci.save()
+    return rows
 
 
 def _select_headings(
@@ -329,7 +377,6 @@ def _assign_chunks(
 ) -> tuple[list[tuple[str, str, list[str]]], dict[str, np.ndarray], dict[str, str]]:
     """(url, chunk_id, node ids) for every chunk of every page: the nodes whose label the chunk contains,
     plus its ``assign_top`` nearest node labels with cosine >= ``assign_min``; at most 5 nodes."""
-    cfg = ci.config
     node_ids = [n for n in ci.G.nodes if n != ROOT and ci.G.nodes[n].get("label_vec") is not None]
     chunk_vecs: dict[str, np.ndarray] = {}
     chunk_text: dict[str, str] = {}
@@ -339,51 +386,69 @@ def _assign_chunks(
     if not node_ids:
         return [], chunk_vecs, chunk_text
     L = np.stack([ci.G.nodes[n]["label_vec"] for n in node_ids])
-    patterns = []
-    for n in node_ids:
-        lab = norm_label(ci.label(n))
-        raw = ci.label(n).strip()
-        ok = len(lab) >= 4 or (len(raw) >= 2 and raw.isupper())
-        patterns.append(re.compile(r"\b" + re.escape(lab) + r"\b") if ok else None)
+    patterns = [_label_pattern(ci.label(n)) for n in node_ids]
     out = []
     for p in pages:
         for cid in p.chunk_ids:
             vec = chunk_vecs.get(cid)
             if vec is None:
                 continue
-            sims = L @ vec
-            low = " ".join(re.sub(r"[^\w\s()&+-]", " ", chunk_text[cid].lower()).split())
-            chosen: list[str] = []
-            for i, pat in enumerate(patterns):
-                if pat is not None and pat.search(low):
-                    chosen.append(node_ids[i])
-            chosen.sort(key=lambda n: -sims[node_ids.index(n)])
-            chosen = chosen[:MAX_NODES_PER_CHUNK]
-            for i in np.argsort(-sims)[: cfg.assign_top]:
-                if sims[i] >= cfg.assign_min and node_ids[i] not in chosen and len(chosen) < MAX_NODES_PER_CHUNK:
-                    chosen.append(node_ids[i])
+            chosen = _nodes_of_chunk(ci.config, node_ids, patterns, L @ vec, chunk_text[cid])
             if chosen:
                 out.append((p.url, cid, chosen))
-    # every node also gets its own best chunks (so a narrow concept is never left empty)
     pairs = [(p.url, cid) for p in pages for cid in p.chunk_ids if cid in chunk_vecs]
     if pairs:
-        C = np.stack([chunk_vecs[cid] for _, cid in pairs])
-        S = C @ L.T
-        extra: dict[int, list[str]] = defaultdict(list)
-        for j, n in enumerate(node_ids):
-            for i in np.argsort(-S[:, j])[: cfg.node_top]:
-                if S[i, j] >= cfg.assign_min:
-                    extra[int(i)].append(n)
-        index = {(u, c): k for k, (u, c, _) in enumerate(out)}
-        for i, ns in extra.items():
-            key = pairs[i]
-            if key in index:
-                lst = out[index[key]][2]
-                lst.extend(n for n in ns if n not in lst)
-            else:
-                index[key] = len(out)
-                out.append((key[0], key[1], list(ns)))
+        _add_best_chunks(ci.config, out, pairs, np.stack([chunk_vecs[cid] for _, cid in pairs]) @ L.T, node_ids)
     return out, chunk_vecs, chunk_text
+
+
+def _label_pattern(label: str) -> re.Pattern[str] | None:
+    """The pattern that finds a node's label in a chunk's normalised text; None for a label too short to
+    look for (under 4 characters unless an acronym)."""
+    lab = norm_label(label)
+    raw = label.strip()
+    ok = len(lab) >= 4 or (len(raw) >= 2 and raw.isupper())
+    return re.compile(r"\b" + re.escape(lab) + r"\b") if ok else None
+
+
+def _nodes_of_chunk(
+    cfg: IndexConfig, node_ids: list[str], patterns: list[re.Pattern[str] | None], sims: np.ndarray, text: str
+) -> list[str]:
+    """The nodes one chunk points to: the ones whose label it contains (nearest first), then its nearest
+    labels above ``assign_min``; at most ``MAX_NODES_PER_CHUNK``."""
+    low = " ".join(re.sub(r"[^\w\s()&+-]", " ", text.lower()).split())
+    chosen = [node_ids[i] for i, pat in enumerate(patterns) if pat is not None and pat.search(low)]
+    chosen.sort(key=lambda n: -sims[node_ids.index(n)])
+    chosen = chosen[:MAX_NODES_PER_CHUNK]
+    for i in np.argsort(-sims)[: cfg.assign_top]:
+        if sims[i] >= cfg.assign_min and node_ids[i] not in chosen and len(chosen) < MAX_NODES_PER_CHUNK:
+            chosen.append(node_ids[i])
+    return chosen
+
+
+def _add_best_chunks(
+    cfg: IndexConfig,
+    out: list[tuple[str, str, list[str]]],
+    pairs: list[tuple[str, str]],
+    sims: np.ndarray,
+    node_ids: list[str],
+) -> None:
+    """Every node also gets its own ``node_top`` best chunks (so a narrow concept is never left empty):
+    added to ``out`` in place. ``sims`` is chunks (as in ``pairs``) by nodes."""
+    extra: dict[int, list[str]] = defaultdict(list)
+    for j, n in enumerate(node_ids):
+        for i in np.argsort(-sims[:, j])[: cfg.node_top]:
+            if sims[i, j] >= cfg.assign_min:
+                extra[int(i)].append(n)
+    index = {(u, c): k for k, (u, c, _) in enumerate(out)}
+    for i, ns in extra.items():
+        key = pairs[i]
+        if key in index:
+            lst = out[index[key]][2]
+            lst.extend(n for n in ns if n not in lst)
+        else:
+            index[key] = len(out)
+            out.append((key[0], key[1], list(ns)))
 
 
 def _poisson_sf(k: int, lam: float) -> float:

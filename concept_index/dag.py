@@ -34,7 +34,7 @@ MergeFn = Callable[[str, str], str]
 
 @dataclass
 class IndexConfig:
-    """Tunables (defaults documented in README, "Concept index")."""
+    """Tunables (defaults documented in docs/concept-index.md)."""
 
     k: int = 2  # support_docs needed before a node can become stable / a concept can be promoted
     margin: float = 0.05  # hysteresis on the parent-fit margin: stable at >= +margin, back at < -margin

@@ -9,21 +9,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are aren't as at be because been before being
-    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during
-    each few for from further had hadn't has hasn't have haven't having he her here hers herself him himself his
-    how i if in into is isn't it it's its itself just let's me more most mustn't my myself no nor not now of off
-    on once only or other ought our ours ourselves out over own per same she should shouldn't so some such than
-    that that's the their theirs them themselves then there there's these they this those through to too under
-    until up upon very via was wasn't we were weren't what when where which while who whom why will with won't
-    would wouldn't you your yours yourself yourselves one two three new said says say like get got use used
-    using may might must shall us many much also well even still yet however though although since within without
-    according among around across back way ways make makes made first last next year years time times people
-    would've could've mr mrs ms dr inc ltd co etc re ve ll s t d m vs via amp nbsp january february march
-    april june july august september october november december monday tuesday wednesday thursday friday
-    saturday sunday today yesterday tomorrow week weeks month months day days""".split()
-)
+# The heading rule and the list marker live in memory_store.text; synthesis still finds them here too.
+from memory_store.text import HEADING_MAX_WORDS, LIST_MARKER, TOPIC_STOP_WORDS, is_heading  # noqa: F401
+
+STOPWORDS = TOPIC_STOP_WORDS
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’\-]*[A-Za-z0-9]|[A-Za-z]")
 _SEGMENT_BREAK = re.compile(r"[.!?;:,()\[\]{}\"“”|/\n\u2014\u2013]+")
@@ -62,24 +51,6 @@ class Heading:
     text: str
     level: int  # 1 = page title, 2 = a heading line, 3 = a heading directly under another heading
     parent: str | None = None  # the enclosing heading's text (nesting gives part-of)
-
-
-#: A list item's marker ("- ", "* ", "• ", "– ", "1. ", "2) "): list items are prose, never headings.
-LIST_MARKER = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
-HEADING_MAX_WORDS = 12
-_TRAILING_REFS = re.compile(r"(?:\s*\[[^\[\]]{1,40}\])+$")  # footnote / citation markers
-
-
-def is_heading(line: str) -> bool:
-    """brt's one heading rule. Extraction keeps each heading of a page on a line of its own; such a line is
-    short (at most 12 words) and does not end like a sentence or a clause (``. ! ? … : ;`` or a closing quote,
-    also before a closing bracket or quote and before footnote markers: ``solidarity.[4]``, ``'over.'``).
-    List items are prose. Synthesis (quotes never take a heading) and the concept index (headings become
-    concepts) both use this rule."""
-    if LIST_MARKER.match(line):
-        return False
-    line = _TRAILING_REFS.sub("", line.strip())
-    return len(line.split()) <= HEADING_MAX_WORDS and not re.search(r"[.!?…:;\"”]$|[.!?…][’'»)]+$", line)
 
 
 def looks_like_heading(line: str) -> bool:
@@ -164,7 +135,7 @@ def candidate_phrases(text: str) -> list[tuple[str, str]]:
 
 
 def key_phrases(pages: dict[str, str], top: int = 12) -> list[PhraseStats]:
-    """Salient key phrases across pages (method in README, "Concept index").
+    """Salient key phrases across pages (method in docs/concept-index.md).
 
     Candidates are 1–3-word runs of content words (RAKE-style: stopwords and punctuation split them). A
     phrase's salience is ``df/N * log(1 + N/df) * w`` with ``df`` the pages containing it, ``N`` the pages

@@ -11,6 +11,7 @@ from .errors import (
     EmbeddingModelError,
     MemoryStoreError,
     ModelMismatch,
+    SettingsError,
     StoreCorrupt,
     StoreLocked,
     StoreNotFound,
@@ -18,6 +19,7 @@ from .errors import (
 )
 from .memory import Memory
 from .records import CheckResult, Hit, PageInput, PageRecord, StoreStats
+from .settings import Settings, brt_home
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -30,11 +32,14 @@ __all__ = [
     "ModelMismatch",
     "PageInput",
     "PageRecord",
+    "Settings",
+    "SettingsError",
     "StoreCorrupt",
     "StoreLocked",
     "StoreNotFound",
     "StoreStats",
     "StoreWriteError",
+    "brt_home",
     "chunk_locally",
     "get_embedder",
     "is_remote_uri",

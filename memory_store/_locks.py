@@ -21,19 +21,20 @@ from typing import Any
 
 from .clock import now
 from .errors import StoreLocked
+from .settings import DEFAULT_LOCK_TIMEOUT_S, settings
 
 log = logging.getLogger(__name__)
 
 WRITE_LOCK = ".write.lock"
 HARVEST_LOCK = ".harvest.lock"
-DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_TIMEOUT_S = DEFAULT_LOCK_TIMEOUT_S
 #: After this long waiting for the write lock, say who holds it (INFO).
 _WAIT_NOTICE_S = 1.0
 
 
 def lock_timeout() -> float:
     """``$BRT_LOCK_TIMEOUT`` in seconds (default 600)."""
-    return float(os.environ.get("BRT_LOCK_TIMEOUT", DEFAULT_TIMEOUT_S))
+    return settings().lock_timeout_s
 
 
 def _holder_file(lock: Path) -> Path:

@@ -35,37 +35,49 @@ def check_store(
         if cid in seen:
             result.add(f"duplicate chunk id {cid}")
         seen.add(cid)
-        if chunk_id(row.get("text") or "") != cid:
-            result.add(f"chunk {cid} does not match the hash of its text")
-        owners = {row.get("url"), *(row.get("also_seen_at") or [])}
-        if not owners & page_urls:
-            result.add(f"chunk {cid} belongs to no stored page ({row.get('url')})")
-        if cid not in held:
-            result.add(f"chunk {cid} is listed by no page")
-        vector = row.get("embedding")
-        if vector is None or (dim and len(vector) != dim):
-            result.add(f"chunk {cid} has no {dim}-dimensional vector")
-        elif not all(math.isfinite(float(x)) for x in vector):
-            result.add(f"chunk {cid} has a non-finite vector")
+        for problem in _row_problems(row, page_urls, held, dim):
+            result.add(problem)
     for cid, urls in held.items():
         if cid not in seen:
             result.add(f"page {urls[0]} lists chunk {cid}, which is missing")
     result.counts = {"pages": len(pages), "chunks": n_rows, "chunk_refs": sum(len(v) for v in held.values())}
-
-    # indexes: each one must cover the table's rows (indexed + unindexed == rows)
     if n_rows:
-        for name, covered, problem in store.index_coverage():
-            if problem is not None:
-                result.add(problem)
-                continue
-            result.counts[f"index:{name}"] = covered or 0
-            if covered != n_rows:
-                result.add(f"index {name} covers {covered} rows, the table has {n_rows}")
-        try:
-            result.counts["fts_index"] = int(bool(store.has_fts_index()))
-        except Exception:  # noqa: BLE001
-            pass
+        _check_indexes(store, n_rows, result)
     return result
+
+
+def _row_problems(row: dict[str, Any], page_urls: set[str], held: dict[str, list[str]], dim: int | None) -> list[str]:
+    """What is wrong with one chunk row: its id, its owner pages, its vector."""
+    cid = row.get("id")
+    out = []
+    if chunk_id(row.get("text") or "") != cid:
+        out.append(f"chunk {cid} does not match the hash of its text")
+    owners = {row.get("url"), *(row.get("also_seen_at") or [])}
+    if not owners & page_urls:
+        out.append(f"chunk {cid} belongs to no stored page ({row.get('url')})")
+    if cid not in held:
+        out.append(f"chunk {cid} is listed by no page")
+    vector = row.get("embedding")
+    if vector is None or (dim and len(vector) != dim):
+        out.append(f"chunk {cid} has no {dim}-dimensional vector")
+    elif not all(math.isfinite(float(x)) for x in vector):
+        out.append(f"chunk {cid} has a non-finite vector")
+    return out
+
+
+def _check_indexes(store: LanceStore, n_rows: int, result: CheckResult) -> None:
+    """Each index must cover the table's rows (indexed + unindexed == rows)."""
+    for name, covered, problem in store.index_coverage():
+        if problem is not None:
+            result.add(problem)
+            continue
+        result.counts[f"index:{name}"] = covered or 0
+        if covered != n_rows:
+            result.add(f"index {name} covers {covered} rows, the table has {n_rows}")
+    try:
+        result.counts["fts_index"] = int(bool(store.has_fts_index()))
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def set_selectors(store: LanceStore, url: str, chunk_ids: list[str], selector_of: Callable[[str], str]) -> int:

@@ -1,9 +1,13 @@
-"""A store's ``meta.json`` (private to memory_store): format version, charter id, embedding model and
-dimension, the vectors' precision (and int8 recipe), split algorithm, creation and last-write times."""
+"""A store's small side files (private to memory_store).
+
+- ``meta.json``: format version, charter id, embedding model and dimension, the vectors' precision (and int8
+  recipe), split algorithm, creation and last-write times;
+- ``events.jsonl``, the journal: JSON objects appended durably, read back in order."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -12,8 +16,11 @@ from .clock import now
 from .embeddings import resolve_model_name, vector_precision
 from .errors import ModelMismatch, StoreCorrupt
 
+log = logging.getLogger(__name__)
+
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
+JOURNAL_FILE = "events.jsonl"
 
 
 class StoreMeta:
@@ -108,3 +115,36 @@ def embedder_fits(meta: dict[str, Any] | None, path: Path, model: str, embedder:
         f"scores may shift a little (cosine about 0.996 between recipes); re-harvest into a new store for vectors "
         f"of one recipe"
     )
+
+
+# -- the journal ------------------------------------------------------------------------------------------
+
+
+def append_events(path: Path, events: list[dict[str, Any]]) -> None:
+    """Append ``events`` to the journal of the store at ``path`` and fsync (the caller holds the write lock)."""
+    lines = "".join(json.dumps(e, ensure_ascii=False, default=str) + "\n" for e in events)
+    with open(path / JOURNAL_FILE, "a", encoding="utf-8") as fh:
+        fh.write(lines)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The journal's events in order (a truncated last line is skipped)."""
+    file = path / JOURNAL_FILE
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            if i == len(lines) - 1:
+                log.warning("skipping truncated last line of %s", file)
+            else:
+                log.warning("skipping unreadable line %d of %s", i + 1, file)
+    return out

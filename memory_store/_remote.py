@@ -38,12 +38,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import MemoryStoreError, StoreLocked
+from .settings import settings
 
 log = logging.getLogger(__name__)
 
 FILES = "files"
 LOCKS = "locks"
-DEFAULT_LEASE_TTL_S = 60.0
 #: Local files that are never mirrored (local locks and their holder notes, temporary files).
 _LOCAL_ONLY_SUFFIXES = (".lock", ".holder", ".tmp")
 #: storage_options keys that configure the HTTP client rather than the store (obstore keeps them apart).
@@ -64,7 +64,7 @@ def is_remote_uri(uri: str | None) -> bool:
 
 def lease_ttl() -> float:
     """``$BRT_LEASE_TTL`` in seconds (default 60)."""
-    return float(os.environ.get("BRT_LEASE_TTL", DEFAULT_LEASE_TTL_S))
+    return settings().lease_ttl_s
 
 
 def redact(uri: str) -> str:

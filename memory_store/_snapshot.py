@@ -93,8 +93,9 @@ def write_snapshot(
             "counts": counts,
             "sha256": digest.hexdigest(),
         }
-        tmp = out.with_name(out.name + ".tmp")
-        with open(tmp, "wb") as fh, open(body_name, "rb") as body_in:
+        # a new temporary name (O_EXCL: never a link planted beside the target), renamed over the target
+        tmp_fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        with os.fdopen(tmp_fd, "wb") as fh, open(body_name, "rb") as body_in:
             fh.write((json.dumps(manifest, ensure_ascii=False) + "\n").encode("utf-8"))
             shutil.copyfileobj(body_in, fh, 1 << 20)
             fh.flush()

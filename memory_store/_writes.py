@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._meta import StoreMeta
@@ -89,6 +89,17 @@ def page_meta(store: LanceStore, url: str) -> dict[str, Any]:
     }
 
 
+@dataclass
+class _RowPlan:
+    """What ``reconcile`` writes: each page's chunk ids after the write, chunk rows to add, changes to rows
+    already stored (by chunk id) and the ids of chunks no page holds any more."""
+
+    new_pages: dict[str, list[str]]
+    new_rows: list[dict[str, Any]] = field(default_factory=list)
+    updates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stale: list[str] = field(default_factory=list)
+
+
 def reconcile(
     store: LanceStore,
     store_meta: StoreMeta,
@@ -105,104 +116,16 @@ def reconcile(
     Also repairs leftovers of an interrupted write: orphan chunks are deleted, url/also_seen_at fixed.
     Order: chunk rows, then page rows, then deletions, so a crash never loses stored data.
     """
-    page_ids = store.page_chunk_ids()
-    meta = store.chunk_meta()
-    new_pages: dict[str, list[str]] = {u: ids for u, ids in page_ids.items() if u not in removed}
-    for url, chunks in chunked.items():
-        new_pages[url] = [c.id for c in chunks]
-    page_info: dict[str, dict[str, Any]] = {}
-    if inputs:
-        for url, page in inputs.items():
-            page_info[url] = {
-                "title": page.title,
-                "last_updated": page.last_updated,
-                "selector": page.selector,
-            }
-    chunk_by_id: dict[str, Chunk] = {}
-    for chunks in chunked.values():
-        for c in chunks:
-            chunk_by_id.setdefault(c.id, c)
-
-    holders: dict[str, list[str]] = {}
-    for url, ids in new_pages.items():
-        for cid in ids:
-            lst = holders.setdefault(cid, [])
-            if url not in lst:
-                lst.append(url)
-
-    new_rows: list[dict[str, Any]] = []
-    updates: dict[str, dict[str, Any]] = {}
-    now = clock_now("microseconds")
-    for cid, hs in holders.items():
-        cur = meta.get(cid)
-        if cur is not None:
-            old_also = list(cur.get("also_seen_at") or [])
-            if cur["url"] in hs:
-                primary = cur["url"]
-            else:
-                primary = next((u for u in old_also if u in hs), hs[0])
-            also = [u for u in old_also if u in hs and u != primary]
-            also += [u for u in hs if u != primary and u not in also]
-            info = page_info.get(primary)
-            want = {"url": primary, "also_seen_at": also}
-            if info is not None:
-                want.update(info)
-            elif primary != cur["url"]:
-                want.update(page_meta(store, primary))
-            if any(cur.get(k) != v for k, v in want.items()):
-                updates[cid] = want
-        else:
-            chunk = chunk_by_id.get(cid)
-            if chunk is None:
-                log.warning("page(s) %s list chunk %s which is missing from %s", hs, cid, store.path)
-                continue
-            primary = hs[0]
-            info = page_info.get(primary) or page_meta(store, primary)
-            new_rows.append(
-                {
-                    "id": cid,
-                    "charter_id": charter_id,
-                    "url": primary,
-                    "selector": info.get("selector"),
-                    "text": chunk.text,
-                    "tokens": chunk.tokens,
-                    "split_algo": algo,
-                    "last_updated": info.get("last_updated"),
-                    "created_at": now,
-                    "title": info.get("title"),
-                    "also_seen_at": hs[1:],
-                }
-            )
-    stale = [cid for cid in meta if cid not in holders]
-
-    import numpy as np
-
-    new_vectors: list[np.ndarray] = []
-    rows: list[dict[str, Any]] = []
-    if new_rows:
-        pre = vectors or {}
-        missing = [r for r in new_rows if r["id"] not in pre]
-        if missing:
-            log.debug("embedding %d new chunks for %s", len(missing), charter_id)
-            fresh = embed([r["text"] for r in missing])
-            pre = {**pre, **dict(zip([r["id"] for r in missing], fresh, strict=True))}
-        new_vectors.append(np.stack([pre[r["id"]] for r in new_rows]).astype(np.float32))
-        rows.extend(new_rows)
-    if updates:
-        existing = store.chunk_rows(updates.keys(), include_vectors=True)
-        for row in existing:
-            row.update(updates[row["id"]])
-        if existing:
-            new_vectors.append(np.asarray([r.pop("embedding") for r in existing], dtype=np.float32))
-            rows.extend(existing)
+    plan = _plan_rows(store, charter_id, inputs, chunked, removed, algo)
+    rows, row_vectors = _rows_with_vectors(store, plan, embed, vectors, charter_id)
     if rows:
-        store.upsert_chunks(rows, np.concatenate(new_vectors, axis=0))
+        store.upsert_chunks(rows, row_vectors)
     if inputs:
         stored_at = clock_now("microseconds")
         page_rows = []
         for url, page in inputs.items():
             row = asdict(page)
-            row["chunk_ids"] = new_pages[url]
+            row["chunk_ids"] = plan.new_pages[url]
             row["stored_at"] = stored_at
             page_rows.append(row)
         store.upsert_pages(page_rows)
@@ -210,20 +133,134 @@ def reconcile(
         store.delete(PAGES, "url", removed)
     if inputs or removed:  # closets rule: pointers of re-stored/removed pages are purged, then rebuilt
         purge_urls(store.path, [*inputs, *removed])
-    if stale:
-        store.delete(CHUNKS, "id", stale)
-    if rows or inputs or removed or stale:
+    if plan.stale:
+        store.delete(CHUNKS, "id", plan.stale)
+    if rows or inputs or removed or plan.stale:
         store_meta.touch()
-    if len(new_rows) >= OPTIMIZE_AFTER_CHUNKS:
+    if len(plan.new_rows) >= OPTIMIZE_AFTER_CHUNKS:
         store.optimize()
-    if rows or stale:  # full-text index (and, past its row count, the vector index) current after writes
+    if rows or plan.stale:  # full-text index (and, past its row count, the vector index) current after writes
         store.ensure_indexes()
     log.info(
         "store %s: %d new chunks embedded, %d updated, %d deleted, %d page(s) written, %d removed",
         charter_id,
-        len(new_rows),
-        len(updates),
-        len(stale),
+        len(plan.new_rows),
+        len(plan.updates),
+        len(plan.stale),
         len(inputs),
         len(removed),
     )
+
+
+def _plan_rows(
+    store: LanceStore,
+    charter_id: str,
+    inputs: dict[str, PageInput],
+    chunked: dict[str, list[Chunk]],
+    removed: set[str],
+    algo: str | None,
+) -> _RowPlan:
+    """Compare what the pages will hold with the chunk rows stored: new rows, changed rows, stale ids."""
+    meta = store.chunk_meta()
+    new_pages: dict[str, list[str]] = {u: ids for u, ids in store.page_chunk_ids().items() if u not in removed}
+    for url, chunks in chunked.items():
+        new_pages[url] = [c.id for c in chunks]
+    page_info = {
+        url: {"title": page.title, "last_updated": page.last_updated, "selector": page.selector}
+        for url, page in inputs.items()
+    }
+    chunk_by_id: dict[str, Chunk] = {}
+    for chunks in chunked.values():
+        for c in chunks:
+            chunk_by_id.setdefault(c.id, c)
+    holders: dict[str, list[str]] = {}
+    for url, ids in new_pages.items():
+        for cid in ids:
+            lst = holders.setdefault(cid, [])
+            if url not in lst:
+                lst.append(url)
+
+    plan = _RowPlan(new_pages)
+    now = clock_now("microseconds")
+    for cid, hs in holders.items():
+        cur = meta.get(cid)
+        if cur is not None:
+            want = _wanted_holders(store, cur, hs, page_info)
+            if any(cur.get(k) != v for k, v in want.items()):
+                plan.updates[cid] = want
+            continue
+        chunk = chunk_by_id.get(cid)
+        if chunk is None:
+            log.warning("page(s) %s list chunk %s which is missing from %s", hs, cid, store.path)
+            continue
+        info = page_info.get(hs[0]) or page_meta(store, hs[0])
+        plan.new_rows.append(
+            {
+                "id": cid,
+                "charter_id": charter_id,
+                "url": hs[0],
+                "selector": info.get("selector"),
+                "text": chunk.text,
+                "tokens": chunk.tokens,
+                "split_algo": algo,
+                "last_updated": info.get("last_updated"),
+                "created_at": now,
+                "title": info.get("title"),
+                "also_seen_at": hs[1:],
+            }
+        )
+    plan.stale = [cid for cid in meta if cid not in holders]
+    return plan
+
+
+def _wanted_holders(
+    store: LanceStore, cur: dict[str, Any], hs: list[str], page_info: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """A stored chunk's url, also_seen_at (and its primary page's metadata) once its holders are ``hs``: the
+    primary page stays where it can, then an earlier holder takes over, else the first new one."""
+    old_also = list(cur.get("also_seen_at") or [])
+    if cur["url"] in hs:
+        primary = cur["url"]
+    else:
+        primary = next((u for u in old_also if u in hs), hs[0])
+    also = [u for u in old_also if u in hs and u != primary]
+    also += [u for u in hs if u != primary and u not in also]
+    want: dict[str, Any] = {"url": primary, "also_seen_at": also}
+    info = page_info.get(primary)
+    if info is not None:
+        want.update(info)
+    elif primary != cur["url"]:
+        want.update(page_meta(store, primary))
+    return want
+
+
+def _rows_with_vectors(
+    store: LanceStore,
+    plan: _RowPlan,
+    embed: Callable[[list[str]], np.ndarray],
+    vectors: dict[str, Any] | None,
+    charter_id: str,
+) -> tuple[list[dict[str, Any]], np.ndarray | None]:
+    """The chunk rows to upsert and their vectors: new rows (embedded here unless ``vectors`` has them), then
+    the changed rows read back with their stored vectors."""
+    import numpy as np
+
+    new_vectors: list[np.ndarray] = []
+    rows: list[dict[str, Any]] = []
+    if plan.new_rows:
+        pre = vectors or {}
+        missing = [r for r in plan.new_rows if r["id"] not in pre]
+        if missing:
+            log.debug("embedding %d new chunks for %s", len(missing), charter_id)
+            fresh = embed([r["text"] for r in missing])
+            pre = {**pre, **dict(zip([r["id"] for r in missing], fresh, strict=True))}
+        new_vectors.append(np.stack([pre[r["id"]] for r in plan.new_rows]).astype(np.float32))
+        rows.extend(plan.new_rows)
+    if plan.updates:
+        existing = store.chunk_rows(plan.updates.keys(), include_vectors=True)
+        for row in existing:
+            row.update(plan.updates[row["id"]])
+        if existing:
+            new_vectors.append(np.asarray([r.pop("embedding") for r in existing], dtype=np.float32))
+            rows.extend(existing)
+    return rows, (np.concatenate(new_vectors, axis=0) if rows else None)

@@ -76,7 +76,7 @@ def split_units(text: str) -> list[tuple[int, int]]:
 
 # A WordPiece tokenizer (the bundled MiniLM's) reads a run of more than 100 letters and digits as one [UNK]
 # token, so a token count says nothing about the length of such a run (2 MB without a space "is" 1 token).
-# Hard splits cut such runs into pieces of at most this many characters, each its own unit (issue 11).
+# Hard splits cut such runs into pieces of at most this many characters, each its own unit.
 MAX_WORD_CHARS = 100
 _LONG_WORD = re.compile(r"[^\W_]{" + str(MAX_WORD_CHARS + 1) + ",}")
 
@@ -163,7 +163,7 @@ def chunk_text(
     units = split_units(text)
     unit_tokens = counts([text[s:e] for s, e in units])
     piece = overlap if overlap > 0 else window
-    long_words = _LONG_WORD.search(text) is not None  # runs a token count cannot measure (issue 11)
+    long_words = _LONG_WORD.search(text) is not None  # runs a token count cannot measure
     if long_words or any(t > window for t in unit_tokens):
         new_units: list[tuple[int, int]] = []
         for (s, e), t in zip(units, unit_tokens, strict=True):

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import EmbeddingModelError, ModelMismatch
 from .model_files import DEFAULT_MODEL, default_model_path, find_local_model, max_tokens_for_path
+from .settings import settings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,8 +35,8 @@ DEFAULT_BATCH_SIZE = 32
 
 BACKENDS = ("flag", "onnx", "onnx-int8")
 PRECISIONS = {"flag": "fp32", "onnx": "fp32", "onnx-int8": "int8"}
-# The default model's engine when neither BRT_EMBED_BACKEND nor the store decides (BENCHMARKS.md, "Embedding
-# backends", says why).
+# The default model's engine when neither BRT_EMBED_BACKEND nor the store decides (docs/storage.md, "Embeddings",
+# says why).
 DEFAULT_BACKEND = "onnx"
 BACKEND_ENV = "BRT_EMBED_BACKEND"
 
@@ -168,8 +168,7 @@ class Embedder:
     def _load(self) -> None:
         import torch
 
-        threads = int(os.environ.get("BRT_TORCH_THREADS", "0") or 0) or (os.cpu_count() or 1)
-        torch.set_num_threads(max(1, threads))
+        torch.set_num_threads(settings().cpu_threads)
         base = self.path.name.lower()
         self.is_m3 = "bge-m3" in self.name.lower() or base == "bge-m3"
         try:
@@ -317,7 +316,7 @@ def vector_precision(meta: dict[str, Any] | None) -> str | None:
 
 def requested_backend() -> str | None:
     """The backend ``$BRT_EMBED_BACKEND`` asks for (None for ``auto`` or unset); a bad value is an error."""
-    value = (os.environ.get(BACKEND_ENV) or "").strip().lower()
+    value = (settings().embed_backend or "").lower()
     if value in ("", "auto"):
         return None
     if value not in BACKENDS:

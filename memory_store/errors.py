@@ -6,7 +6,8 @@ MemoryStoreError
 ├── ModelMismatch        the store was built with another embedding model
 ├── EmbeddingModelError  the embedding model cannot be found or loaded
 ├── StoreCorrupt         the store's files cannot be read
-└── StoreWriteError      a write to the store failed (the rows written before stay consistent)
+├── StoreWriteError      a write to the store failed (the rows written before stay consistent)
+└── SettingsError        a BRT_* environment variable holds a value brt cannot use (names it)
 
 LanceDB's and the filesystem's own errors are translated where the store calls them (``store.py``) and chained
 (``raise ... from``).
@@ -39,3 +40,7 @@ class StoreCorrupt(MemoryStoreError):
 
 class StoreWriteError(MemoryStoreError):
     """A write (upsert, delete, index build, compaction) failed."""
+
+
+class SettingsError(MemoryStoreError, ValueError):
+    """A ``BRT_*`` environment variable holds a value brt cannot use; the message names it."""

@@ -1,7 +1,7 @@
 """``Memory``: one charter's evidence store (chunks + embeddings in LanceDB, pages, journal, snapshot).
 
-A facade over private modules: ``_locks`` (write and harvest locks), ``_meta`` (meta.json), ``_writes``
-(chunking, embedding, reconcile), ``retrieval`` (the search pipeline), ``_snapshot``, ``_journal`` and
+A facade over private modules: ``_locks`` (write and harvest locks), ``_meta`` (meta.json and the journal),
+``_writes`` (chunking, embedding, reconcile), ``retrieval`` (the search pipeline), ``_snapshot`` and
 ``_maintenance`` (check, selector updates); ``store`` is the LanceDB layer under all of them."""
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _journal, _maintenance, _remote, _snapshot, _writes
+from . import _maintenance, _remote, _snapshot, _writes
 from ._locks import StoreLocks
-from ._meta import FORMAT_VERSION, StoreMeta, embedder_fits
+from ._meta import FORMAT_VERSION, StoreMeta, append_events, embedder_fits, read_events
 from .chunking import split_algo, window_for
 from .embeddings import DEFAULT_MODEL, default_min_score, get_embedder, resolve_model_name, vector_precision
 from .errors import MemoryStoreError, ModelMismatch, StoreNotFound
 from .pointers import chunk_ids_under, purge_urls
 from .records import CheckResult, Hit, PageInput, PageRecord, StoreStats, make_snippet
 from .retrieval import search as run_search
+from .settings import brt_home
 from .store import CHUNKS, PAGES, LanceStore
 
 if TYPE_CHECKING:
@@ -31,12 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CHARTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-
-
-def brt_home() -> Path:
-    """``$BRT_HOME`` or ``~/.brt``."""
-    return Path(os.environ.get("BRT_HOME") or "~/.brt").expanduser()
+CHARTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}\Z")
 
 
 def default_basepath() -> Path:
@@ -462,11 +458,11 @@ class Memory:
             return
         with self.write_lock():
             self._ensure_created()
-            _journal.append_events(self._path, events)
+            append_events(self._path, events)
 
     def events(self) -> list[dict[str, Any]]:
         """The journal's events in order (a truncated last line is skipped)."""
-        return _journal.read_events(self._path)
+        return read_events(self._path)
 
     # --- snapshot / reset -------------------------------------------------------------------------------
     def snapshot(

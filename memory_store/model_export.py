@@ -17,7 +17,7 @@ text); one per-tensor activation scale cannot hold them, so those channels are s
 the int8 MatMul sees the input with them zeroed, and a K-row fp32 MatMul adds their share back. They are found
 by running the fused model on the probe texts (``_outlier_channels``). Quantising every weight naively moved
 vectors to cosine 0.90-0.94 of fp32; keeping the FFN outputs fp32 gave 0.9968 at 1.4x ONNX fp32; this split
-gives 0.996 at 1.7x (BENCHMARKS.md, "Outlier channels split off").
+gives 0.996 at 1.7x (bench/embed_backends.py; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import EmbeddingModelError
+from .settings import settings
 
 log = logging.getLogger(__name__)
 
@@ -75,22 +76,18 @@ class ExportedModel:
     manifest: dict[str, Any]
 
 
-def _brt_home() -> Path:
-    return Path(os.environ.get("BRT_HOME") or "~/.brt").expanduser()
-
-
 def cache_root() -> Path:
     """Where exports live: ``$BRT_MODEL_CACHE``, else beside the virtualenv, else ``$BRT_HOME/models``."""
-    env = os.environ.get("BRT_MODEL_CACHE")
-    if env:
-        return Path(env).expanduser()
+    configured = settings()
+    if configured.model_cache is not None:
+        return configured.model_cache
     if sys.prefix != sys.base_prefix:
         venv_dir = Path(sys.prefix) / "share" / "brt" / "models"
         with contextlib.suppress(OSError):
             venv_dir.mkdir(parents=True, exist_ok=True)
         if os.access(venv_dir, os.W_OK):
             return venv_dir
-    return _brt_home() / "models"
+    return configured.home / "models"
 
 
 def _model_files(model_path: Path) -> list[Path]:

@@ -7,11 +7,11 @@ FlagEmbedding path, so fp32 vectors equal FlagEmbedding's (cosine >= 0.9999; ``t
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import EmbeddingModelError
+from .settings import settings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 def embedding_threads() -> int:
     """CPU threads for embedding: ``$BRT_TORCH_THREADS`` (any backend), else every core."""
-    return max(1, int(os.environ.get("BRT_TORCH_THREADS", "0") or 0) or (os.cpu_count() or 1))
+    return settings().cpu_threads
 
 
 class OnnxEncoder:

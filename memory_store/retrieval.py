@@ -125,6 +125,44 @@ def search(
         return []
     n = max(int(candidates), k)
     qvecs = embedder.embed_queries(queries)
+    pool = _candidates(store, queries, qvecs, n, only_ids, mode, rrf_k)
+    if not pool:
+        return []
+    cands = list(pool.values())
+    # vector score of every candidate (also the BM25-only ones) from its stored embedding: threshold on it
+    mat = np.stack([c.vector for c in cands])
+    cos = mat @ np.asarray(qvecs, dtype=np.float32).T  # (candidates, queries)
+    for c, row_cos in zip(cands, cos, strict=True):
+        j = int(np.argmax(row_cos))
+        c.score, c.query = float(row_cos[j]), queries[j]
+    if min_score is not None:
+        cands = [c for c in cands if c.score >= min_score]
+    cands.sort(key=lambda c: (-c.fused, -c.score, c.id))
+    if not cands:
+        return []
+    relevance: list[float] = [c.fused for c in cands]
+    if rerank:
+        cands = _rerank(cands[:n], queries[0], reranker_model)  # the reranked head is the pool MMR and the cut use
+        relevance = [c.rerank_score or 0.0 for c in cands]
+    if mmr_lambda is not None and len(cands) > 1:
+        order = mmr_order(np.stack([c.vector for c in cands]), relevance, k, mmr_lambda)
+        cands = [cands[i] for i in order]
+    return [_hit(c) for c in cands[:k]]
+
+
+def _candidates(
+    store: LanceStore,
+    queries: list[str],
+    qvecs: np.ndarray,
+    n: int,
+    only_ids: list[str] | None,
+    mode: str,
+    rrf_k: int,
+) -> dict[str, Candidate]:
+    """The union of every query's vector and BM25 top ``n`` (as ``mode`` asks) by chunk id, each candidate's
+    reciprocal-rank terms summed in ``fused``."""
+    import numpy as np
+
     pool: dict[str, Candidate] = {}
 
     def take(row: dict[str, Any]) -> Candidate:
@@ -149,64 +187,46 @@ def search(
                 cand.via.add("bm25")
                 if cand.bm25_rank is None or rank < cand.bm25_rank:
                     cand.bm25_rank, cand.bm25_score = rank, float(row.get("_score") or 0.0)
-    if not pool:
-        return []
-    cands = list(pool.values())
-    # vector score of every candidate (also the BM25-only ones) from its stored embedding: threshold on it
-    mat = np.stack([c.vector for c in cands])
-    cos = mat @ np.asarray(qvecs, dtype=np.float32).T  # (candidates, queries)
-    for c, row_cos in zip(cands, cos, strict=True):
-        j = int(np.argmax(row_cos))
-        c.score, c.query = float(row_cos[j]), queries[j]
-    if min_score is not None:
-        cands = [c for c in cands if c.score >= min_score]
-    cands.sort(key=lambda c: (-c.fused, -c.score, c.id))
-    if not cands:
-        return []
-    relevance = [c.fused for c in cands]
-    if rerank:
-        from .rerank import get_reranker
+    return pool
 
-        head = cands[:n]
-        scores = get_reranker(reranker_model).score(queries[0], [c.row["text"] for c in head])
-        for c, s in zip(head, scores, strict=True):
-            c.rerank_score = float(s)
-        head.sort(key=lambda c: (-(c.rerank_score or 0.0), -c.fused, c.id))
-        cands = head  # the reranked head is the pool MMR and the cut work on
-        relevance = [c.rerank_score for c in cands]
-    if mmr_lambda is not None and len(cands) > 1:
-        order = mmr_order(np.stack([c.vector for c in cands]), relevance, k, mmr_lambda)
-        cands = [cands[i] for i in order]
-    hits = []
-    for c in cands[:k]:
-        row = c.row
-        hits.append(
-            Hit(
-                id=c.id,
-                score=c.score,
-                text=row["text"],
-                snippet=make_snippet(row["text"]),
-                metadata={
-                    "url": row["url"],
-                    "last_updated": row["last_updated"],
-                    "title": row["title"],
-                    "selector": row["selector"],
-                    "also_seen_at": list(row["also_seen_at"] or []),
-                    "charter_id": row["charter_id"],
-                    "tokens": row["tokens"],
-                    "query": c.query,
-                    "retrieval": {
-                        "fused": round(c.fused, 6),
-                        "vector_rank": c.vector_rank,
-                        "bm25_rank": c.bm25_rank,
-                        "bm25_score": c.bm25_score,
-                        "rerank_score": c.rerank_score,
-                    },
-                },
-                matched_via=matched_via(c.via),
-            )
-        )
-    return hits
+
+def _rerank(head: list[Candidate], query: str, reranker_model: str | None) -> list[Candidate]:
+    """``head`` re-scored by the cross-encoder against ``query`` and sorted by that score."""
+    from .rerank import get_reranker
+
+    scores = get_reranker(reranker_model).score(query, [c.row["text"] for c in head])
+    for c, s in zip(head, scores, strict=True):
+        c.rerank_score = float(s)
+    head.sort(key=lambda c: (-(c.rerank_score or 0.0), -c.fused, c.id))
+    return head
+
+
+def _hit(c: Candidate) -> Hit:
+    row = c.row
+    return Hit(
+        id=c.id,
+        score=c.score,
+        text=row["text"],
+        snippet=make_snippet(row["text"]),
+        metadata={
+            "url": row["url"],
+            "last_updated": row["last_updated"],
+            "title": row["title"],
+            "selector": row["selector"],
+            "also_seen_at": list(row["also_seen_at"] or []),
+            "charter_id": row["charter_id"],
+            "tokens": row["tokens"],
+            "query": c.query,
+            "retrieval": {
+                "fused": round(c.fused, 6),
+                "vector_rank": c.vector_rank,
+                "bm25_rank": c.bm25_rank,
+                "bm25_score": c.bm25_score,
+                "rerank_score": c.rerank_score,
+            },
+        },
+        matched_via=matched_via(c.via),
+    )
 
 
 __all__ = ["DEFAULT_CANDIDATES", "DEFAULT_MMR_LAMBDA", "DEFAULT_MODE", "MODES", "RRF_K", "mmr_order", "search"]

@@ -1,4 +1,5 @@
-"""Text utilities of brt, used by every package: sentence spans, words and their stems, stop words.
+"""Text utilities of brt, used by every package: sentence spans, headings and list items, words and their stems,
+plurals, stop words, and the calendar (month and weekday names).
 
 Sentences: the one sentence splitter of brt (chunk snapping, quotes, concept summaries).
 
@@ -7,7 +8,7 @@ each line is segmented by a maintained rule-based segmenter that knows abbreviat
 initials ("J. R. R. Tolkien"), decimals ("2.5 s"), quotations and list items; a few rules of brt's own
 overrule it where it cuts after a title ("Dr." | "Who") or a month before a day ("Oct." | "5") and keep a
 Wikipedia tag ("[citation needed]") with the sentence it follows. The segmenter was chosen by measurement
-(bench/segmentation.py, BENCHMARKS.md "Sentence segmentation"): **syntok** (boundary F1 0.994 on 455
+(bench/segmentation.py; docs/benchmarks.md, "Sentence segmentation"): **syntok** (boundary F1 0.994 on 455
 hand-checked sentences, about 1 M characters a second); ``sentencex`` (faster, misses boundaries inside
 quotations), ``pysbd`` and brt's former regex stay selectable for the benchmark.
 
@@ -23,15 +24,17 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = [
-    "BACKENDS", "DEFAULT_BACKEND", "STOP_WORDS", "collapse", "content_words", "sentence_spans", "sentences",
-    "split_lines", "stem", "terms", "words",
+    "BACKENDS", "CALENDAR_WORDS", "CONTEXT_STOP_WORDS", "CRITERION_STOP_WORDS", "DEFAULT_BACKEND",
+    "HEADING_MAX_WORDS", "LIST_MARKER", "MONTHS", "MONTH_NAMES", "SLUG_STOP_WORDS", "STOP_WORDS",
+    "TOPIC_STOP_WORDS", "WEEKDAYS", "collapse", "content_words", "is_heading", "is_list_item", "sentence_spans",
+    "sentences", "singular", "split_lines", "stem", "terms", "words",
 ]
 
 DEFAULT_BACKEND = "syntok"
 
 _LINE = re.compile(r"[^\n]+")
 # A bullet or number that opens a list item: the item is a sentence of its own, even without a full stop.
-_LIST_MARKER = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
+LIST_MARKER = re.compile(r"^(?:[-*•–]|\d{1,3}[.)])\s+")
 # A Wikipedia-style tag glued after a sentence end ("no more.[citation needed] Peace …") stays with it.
 _TRAILING_TAG = re.compile(r"^\[[^\]\n]{1,40}\]")
 _TAG_BOUNDARY = re.compile(r"[.!?]\[[^\]\n]{1,40}\]\s+(?=[A-Z\"“])")  # "… more.[vague] All EU …": a cut
@@ -98,7 +101,7 @@ _REGEX_END = re.compile(r"[.!?…][\"')\]”’]*\s+")
 
 
 def _starts_regex(line: str) -> list[int]:
-    """brt's splitter before issue 10: a sentence ends at every . ! ? … followed by a space."""
+    """The plain rule, kept for comparison: a sentence ends at every . ! ? … followed by a space."""
     return [m.end() for m in _REGEX_END.finditer(line) if m.end() < len(line)]
 
 
@@ -112,7 +115,7 @@ BACKENDS: dict[str, Callable[[str], list[int]]] = {
 
 def _line_spans(text: str, start: int, end: int, starts_of: Callable[[str], list[int]]) -> list[tuple[int, int]]:
     line = text[start:end]
-    marker = _LIST_MARKER.match(line)
+    marker = LIST_MARKER.match(line)
     floor = marker.end() if marker else 0  # "3. Preheat the oven." is one sentence, not "3." and the rest
     starts = [*starts_of(line), *(m.end() for m in _TAG_BOUNDARY.finditer(line))]
     cuts = sorted({0, *(c for c in starts if floor < c < len(line))})
@@ -176,7 +179,7 @@ def sentences(text: str, *, backend: str = DEFAULT_BACKEND) -> list[str]:
 
 def is_list_item(sentence: str) -> bool:
     """Whether a sentence opens with a list bullet or number ("- ", "• ", "3. ", "2) ")."""
-    return _LIST_MARKER.match(sentence) is not None
+    return LIST_MARKER.match(sentence) is not None
 
 
 # -- words ----------------------------------------------------------------------------------------------------
@@ -242,3 +245,99 @@ def content_words(text: str) -> list[str]:
 def terms(text: str) -> list[str]:
     """The stems of ``text``'s content words, in order ("prices" and "price", "founded" and "found" match)."""
     return [stem(w) for w in content_words(text)]
+
+
+def singular(word: str) -> str:
+    """A word lower-cased, stripped of quotes and hyphens at its ends, with a plural folded ("cases" -> "case",
+    "cities" -> "city"; "glass" stays)."""
+    w = word.lower().strip("'’-")
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        return w[:-1]
+    return w
+
+
+# -- headings -------------------------------------------------------------------------------------------------
+
+HEADING_MAX_WORDS = 12
+_TRAILING_REFS = re.compile(r"(?:\s*\[[^\[\]]{1,40}\])+$")  # footnote / citation markers
+
+
+def is_heading(line: str) -> bool:
+    """brt's one heading rule. Extraction keeps each heading of a page on a line of its own; such a line is
+    short (at most 12 words) and does not end like a sentence or a clause (``. ! ? … : ;`` or a closing quote,
+    also before a closing bracket or quote and before footnote markers: ``solidarity.[4]``, ``'over.'``).
+    List items are prose. Synthesis (quotes never take a heading) and the concept index (headings become
+    concepts) both use this rule."""
+    if LIST_MARKER.match(line):
+        return False
+    line = _TRAILING_REFS.sub("", line.strip())
+    return len(line.split()) <= HEADING_MAX_WORDS and not re.search(r"[.!?…:;\"”]$|[.!?…][’'»)]+$", line)
+
+
+# -- the calendar -----------------------------------------------------------------------------------------------
+
+MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december",
+)
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+#: A month's number by its name or abbreviation ("sept" and "sep" both), lower case.
+MONTHS: dict[str, int] = {
+    **{name: i for i, name in enumerate(MONTH_NAMES, 1)},
+    **{name[:3]: i for i, name in enumerate(MONTH_NAMES, 1)},
+    "sept": 9,
+}
+#: Words of dates and spans of time that name no topic.
+CALENDAR_WORDS = frozenset(
+    {*MONTH_NAMES, *WEEKDAYS, "today", "yesterday", "tomorrow", "day", "days", "week", "weeks", "month", "months"}
+)
+
+
+# -- stop words for particular uses -------------------------------------------------------------------------------
+# Each use drops a different set of words, measured or written for it; they live here so that a reader finds
+# every list of brt in one place.
+
+#: Words that name no topic of a page (the concept index's key phrases, labels and summaries): function words,
+#: contractions and their stray pieces, calendar words and the filler of news and web copy.
+TOPIC_STOP_WORDS = CALENDAR_WORDS | frozenset(
+    """a about above after again against all also am an and any are aren't as at be because been before being
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during
+    each few for from further had hadn't has hasn't have haven't having he her here hers herself him himself his
+    how i if in into is isn't it it's its itself just let's me more most mustn't my myself no nor not now of off
+    on once only or other ought our ours ourselves out over own per same she should shouldn't so some such than
+    that that's the their theirs them themselves then there there's these they this those through to too under
+    until up upon very via was wasn't we were weren't what when where which while who whom why will with won't
+    would wouldn't you your yours yourself yourselves one two three new said says say like get got use used
+    using may might must shall us many much also well even still yet however though although since within without
+    according among around across back way ways make makes made first last next year years time times people
+    would've could've mr mrs ms dr inc ltd co etc re ve ll s t d m vs via amp nbsp""".split()
+)
+
+#: Words around a stated quantity that say nothing about what it measures (conflict detection's context).
+CONTEXT_STOP_WORDS = frozenset(
+    """a an and are as at be been being but by can could did do does for from had has have he her his i if in
+    into is it its of on or our she so than that the their them then there these they this to was we were
+    which while who will with would you your also just about it's said says say according""".split()
+)
+
+#: Words of an acceptance criterion that are not what it asks for: function words, and words about citing,
+#: quoting and reporting themselves ("cited", "verbatim", "source", "section").
+CRITERION_STOP_WORDS = frozenset(
+    """a about above after all also an and any are as at be been being both but by can could did do does each
+    either every for from has have how if in into is it its least more most must no not of on one or other
+    our out over own per same should so some such than that the their them then there these they this those
+    to too under up very was we were what when where which while who whom why will with would yet you your
+    cite cited citation citations quote quoted quotes quotation verbatim source sources page pages evidence
+    report reported reports given shown stated states mention mentioned named name concrete least each
+    answer answered section sections block blocks criterion document documents""".split()
+)
+
+#: The few function words left out of a charter id or section title made from a question ("not", "more" and
+#: the like stay: they change what is asked).
+SLUG_STOP_WORDS = frozenset(
+    """a an the of to in on for and or is are was were be do does did how what which why when where who whom
+    whose can could should would must will i we you they it its my our your their this that these those with
+    from by at as about into than then so if""".split()
+)

@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import CharterError
 
-CHARTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+CHARTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}\Z")
+#: The largest charter file brt reads (a charter is a few kilobytes).
+MAX_CHARTER_BYTES = 1_000_000
 
 
 class _Strict(BaseModel):
@@ -48,7 +50,7 @@ TEXT_MODE_BLOCKED: tuple[str, ...] = ("image", "media", "font")
 
 
 class RayOptions(_Strict):
-    """``harvest.ray`` (README "Harvest on Ray"): where and how wide a harvest on Ray runs."""
+    """``harvest.ray`` (docs/storage.md, "Harvest on Ray"): where and how wide a harvest on Ray runs."""
 
     # null: start a local Ray instance for the run; "auto": the running cluster; "ray://host:10001": Ray Client
     address: str | None = Field(None, description="null (a local Ray instance), auto, or a ray:// address")
@@ -67,7 +69,8 @@ class RayOptions(_Strict):
 
 
 class Harvest(_Strict):
-    # local: one browser in this process; ray: fanned out on Ray (README "Harvest on Ray"; pip install 'brt[ray]')
+    # local: one browser in this process; ray: fanned out on Ray (docs/storage.md, "Harvest on Ray";
+    # pip install 'brt[ray]')
     engine: Literal["local", "ray"] = "local"
     ray: RayOptions = Field(default_factory=RayOptions)
     max_pages: int = Field(50, ge=1, le=100_000)
@@ -76,11 +79,11 @@ class Harvest(_Strict):
     timeout_s: float = Field(30, gt=0, le=600)
     obey_robots: bool = True
     javascript: bool = True
-    # Harvest hardening (README): per-host politeness and the per-page cap on decoded content.
+    # Harvest hardening (docs/harvest.md): per-host politeness and the per-page cap on decoded content.
     per_domain_concurrency: int = Field(2, ge=1, le=32)
     min_delay_s: float = Field(0.0, ge=0, le=60)
     max_page_bytes: int = Field(20_000_000, ge=1000)
-    # Bounds of one run (README "Harvest hardening", orchestrator/limits.py): URLs attempted whatever their
+    # Bounds of one run (docs/harvest.md, "Bounded crawls"; harvest/limits.py): URLs attempted whatever their
     # outcome (null = 4 x max_pages) and wall time in seconds (null = 3600).
     max_attempts: int | None = Field(
         None, ge=1, le=1_000_000,
@@ -90,7 +93,8 @@ class Harvest(_Strict):
         None, gt=0, le=7 * 24 * 3600, description="Wall time of one harvest run in seconds; null = 3600"
     )
     selectors: dict[str, str] = Field(default_factory=dict)
-    # Text mode (README "Text mode"): subresources of these types are aborted before they are requested; [] = off.
+    # Text mode (docs/harvest.md, "Text mode"): subresources of these types are aborted before they are
+    # requested; [] = off.
     block_resources: list[BlockableResource] = Field(default_factory=lambda: list(TEXT_MODE_BLOCKED))
 
     @field_validator("block_resources")
@@ -103,11 +107,11 @@ class Harvest(_Strict):
 
 class MemoryConfig(_Strict):
     enabled: bool = True
-    use_concept_index: bool = False  # kNN only unless a charter asks (issue 10: routing did not help on SQuAD)
+    use_concept_index: bool = False  # kNN only unless a charter asks (routing did not help on SQuAD)
     persist: bool = False
-    # Extension (README): a FlagEmbedding model name or local path; null = the bundled all-MiniLM-L6-v2.
+    # A FlagEmbedding model name or local path; null = the bundled all-MiniLM-L6-v2.
     embedding_model: str | None = None
-    # Extension (README "Store on object storage"): where stores live (s3://bucket/prefix, any URI LanceDB
+    # docs/storage.md, "Store on object storage": where stores live (s3://bucket/prefix, any URI LanceDB
     # supports, or a local folder); null = $BRT_HOME/memory. BRT_STORE_URI overrides it.
     uri: str | None = None
     # Options of the object store (endpoint, region, credentials, allow_http); the standard AWS_* variables
@@ -118,7 +122,7 @@ class MemoryConfig(_Strict):
 class Retrieval(_Strict):
     k: int = Field(5, ge=1, le=100)
     min_score: float | None = Field(None, ge=-1.0, le=1.0)
-    # Retrieval pipeline (README "Retrieval"): candidates per side, fusion mode, optional rerank, MMR.
+    # Retrieval pipeline (docs/retrieval.md): candidates per side, fusion mode, optional rerank, MMR.
     mode: Literal["hybrid", "vector", "bm25"] = "hybrid"
     candidates: int = Field(20, ge=1, le=1000)
     rerank: bool = False
@@ -157,7 +161,7 @@ def _is_exact_only(domain: str) -> bool:
 def url_allowed(url: str, allowed_domains: list[str]) -> bool:
     """True when ``url`` is http(s), carries no userinfo and its host, as a browser parses it (WHATWG,
     ``url_safety.py``), is on the allowlist."""
-    from .url_safety import parse  # security: one URL parser for checks and browser (issue 11)
+    from .url_safety import parse  # security: one URL parser for checks and browser
 
     parsed = parse(url) if isinstance(url, str) else None
     if parsed is None or parsed.has_credentials:
@@ -166,7 +170,7 @@ def url_allowed(url: str, allowed_domains: list[str]) -> bool:
 
 
 _DOMAIN_RE = re.compile(
-    r"^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$"
+    r"^(?=.{1,253}\Z)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\Z"
 )
 
 
@@ -213,7 +217,7 @@ class Charter(_Strict):
 
     @model_validator(mode="after")
     def _check_seeds(self) -> Charter:
-        from .url_safety import CREDENTIALS_REASON, parse  # security: WHATWG parsing (issue 11)
+        from .url_safety import CREDENTIALS_REASON, parse  # security: WHATWG parsing
 
         for i, seed in enumerate(self.seeds):
             parts = parse(seed)
@@ -315,17 +319,22 @@ def parse_charter(data: Any, *, source: str | Path = "<charter>") -> Charter:
 
 
 def load_charter(path: str | Path) -> Charter:
-    """Load and validate a charter from a YAML (.yaml/.yml) or JSON (.json) file."""
+    """Load and validate a charter from a YAML (.yaml/.yml) or JSON (.json) file: a regular file of at most
+    MAX_CHARTER_BYTES, read without blocking (a FIFO or a device is refused at once)."""
+    from .files import FileRefused, read_regular
+
     p = Path(path)
     try:
-        raw = p.read_text(encoding="utf-8")
+        raw = read_regular(p, limit=MAX_CHARTER_BYTES, what="charter").decode("utf-8")
     except FileNotFoundError:
         raise CharterError(str(p), [("", "file not found")]) from None
+    except FileRefused as exc:
+        raise CharterError(str(p), [("", str(exc))]) from None
     except OSError as exc:
         raise CharterError(str(p), [("", f"cannot read: {exc.strerror or exc}")]) from None
     except UnicodeDecodeError:
         raise CharterError(str(p), [("", "not UTF-8 text")]) from None
-    from .charter_syntax import CharterSyntaxError, check_json, check_yaml  # issue 11: duplicates, depth
+    from .charter_syntax import CharterSyntaxError, check_json, check_yaml  # duplicates, depth
 
     if p.suffix.lower() == ".json":
         try:

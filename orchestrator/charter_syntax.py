@@ -1,4 +1,4 @@
-"""Charter files read strictly, before the schema sees them (issue 11):
+"""Charter files read strictly, before the schema sees them:
 
 - a key given twice in one mapping (YAML or JSON) is an error naming the key and both lines: YAML and JSON
   parsers keep the last value silently, so a second ``allowed_domains`` would replace the first unseen;

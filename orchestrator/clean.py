@@ -44,9 +44,12 @@ def clean(
     keep: bool | None = None,
     vectors: bool = True,
     memory: Memory | None = None,
+    within: list[Path] | None = None,
 ) -> CleanResult:
     """Snapshot the charter's store to JSONL (with the harvest HAR beside it), then destroy the store unless
-    ``keep`` or the charter's ``memory.persist`` says to keep it.
+    ``keep`` or the charter's ``memory.persist`` says to keep it. ``within``: the folders an agent's snapshot
+    path was confined to: both files are written in a folder of brt's own, then moved into place through the
+    destination folder's handle, no symlinked folder followed below those roots (``files.move_file``).
 
     Raises memory_store.StoreNotFound when there is no store."""
     mem = memory if memory is not None else open_memory(charter, create=False)
@@ -57,26 +60,50 @@ def clean(
     from .errors import HarvestBusy
 
     try:
-        # held for the whole clean (issue 11): a running harvest refuses the clean before any file is written
+        # held for the whole clean: a running harvest refuses the clean before any file is written
         lock = mem.harvest_lock()
         lock.__enter__()
     except StoreLocked as exc:
         raise HarvestBusy(f"cannot clean now, nothing was written: {exc}") from exc
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         extra = [dict(e, type=e.get("type", "harvest_event")) for e in mem.events()]
         extra.extend(_concept_records(charter, mem))
         from .audit.hooks import clean_records
 
-        extra.extend(clean_records(charter, mem, vectors=vectors))  # audit (issue 14): charter, synthesis, concepts
-        manifest = mem.snapshot(path, extra_records=extra, include_vectors=vectors, tool_version=__version__)
-        har = merge_hars(har_files(mem), path.with_suffix(".har"))
+        extra.extend(clean_records(charter, mem, vectors=vectors))  # audit: charter, synthesis, concepts
+        manifest, har = _write(mem, path, extra, vectors, within)
         if not keep_store:
             mem.reset()
     finally:
         lock.__exit__(None, None, None)
     log.info("snapshot written to %s (store %s)", path, "kept" if keep_store else "destroyed")
     return CleanResult(path, har, destroyed=not keep_store, counts=dict(manifest.get("counts", {})))
+
+
+def _write(mem: Memory, path: Path, extra: list[dict[str, Any]], vectors: bool,
+           within: list[Path] | None) -> tuple[dict[str, Any], Path | None]:
+    """The snapshot and the merged HAR at ``path`` (see :func:`clean`'s ``within``)."""
+    if within is None:
+        manifest = mem.snapshot(path, extra_records=extra, include_vectors=vectors, tool_version=__version__)
+        return manifest, merge_hars(har_files(mem), path.with_suffix(".har"))
+    import shutil
+    import tempfile
+
+    from .config import brt_home
+    from .files import move_file
+
+    brt_home().mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".clean-", dir=brt_home()))
+    try:
+        staged = staging / path.name
+        manifest = mem.snapshot(staged, extra_records=extra, include_vectors=vectors, tool_version=__version__)
+        har = merge_hars(har_files(mem), staged.with_suffix(".har"))
+        if har is not None:
+            har = move_file(har, path.with_suffix(".har"), within=within)
+        move_file(staged, path, within=within)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return manifest, har
 
 
 def _concept_records(charter: Charter, memory: Memory) -> list[dict[str, Any]]:

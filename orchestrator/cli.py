@@ -27,6 +27,16 @@ def _err(message: str) -> None:
     click.echo(message, err=True)
 
 
+#: Printed whenever --browser-url is given (a warning, shown even with --quiet).
+ATTACH_WARNING = (
+    "warning: --browser-url attaches to a browser brt did not launch, so brt cannot hold its connections to the "
+    "charter's allowed_domains: workers, keepalive requests, preconnects, WebRTC and redirected subresources "
+    "of the pages it reads may reach other hosts, internal ones included. The harvest's audit trail records "
+    "egress as not enforced. Leave out --browser-url to let brt launch a browser whose every connection goes "
+    "through its egress proxy."
+)
+
+
 def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Map library errors to a clear message and an exit code, at one place."""
 
@@ -102,6 +112,9 @@ def cli(verbose: int, quiet: bool) -> None:
     A charter names what to research and where to look. harvest reads the allowed pages with a real browser
     into the charter's own store; synthesize answers each output section with cited evidence blocks (or a
     Gap); clean writes an audit snapshot and destroys the store."""
+    from .terminal import install  # security: nothing printed drives the terminal (controls stripped)
+
+    install(stdout=click.get_current_context().invoked_subcommand != "mcp")  # mcp: stdout is the protocol
     _configure_output(verbose, quiet)
 
 
@@ -147,6 +160,8 @@ def harvest(
     from .harvest.summary import format_summary, summarize
 
     c = service.load(charter)
+    if browser_url:
+        _err(ATTACH_WARNING)
     progress = _progress()
     try:
         report = run_harvest(
@@ -172,7 +187,7 @@ def harvest(
     for e in report.events:
         if e.get("outcome") != "stored":
             click.echo(f"  {e.get('outcome')}: {e.get('url')} ({e.get('reason')})")
-    click.echo(format_summary(summarize(report.events, report.elapsed_s)))
+    click.echo(format_summary(report.summary_table or summarize(report.events, report.elapsed_s)))
 
 
 @cli.command()
@@ -216,7 +231,7 @@ def search(
     no_mmr: bool,
     as_json: bool,
 ) -> None:
-    """Search the charter's store (hybrid BM25 + vector with MMR by default; see README "Retrieval")."""
+    """Search the charter's store (hybrid BM25 + vector with MMR by default; see docs/retrieval.md)."""
     from . import service
     from .evidence import display_url
 
@@ -264,7 +279,7 @@ def synthesize(charter: str, out: str | None, as_json: bool, allow_doc_anywhere:
     from .synthesize import synthesize as run_synthesize
 
     c = service.load(charter)
-    if out is None:  # security (issue 11): a charter may not aim outputs.doc outside its folder unasked
+    if out is None:  # security: a charter may not aim outputs.doc outside its folder unasked
         charter_doc_path(c, allow_anywhere=allow_doc_anywhere)
     service.require_store(c)
     result = run_synthesize(c, out=out)
@@ -423,15 +438,21 @@ def charter_schema() -> None:
 
 
 @cli.command()
+@click.option(
+    "--allow-attach",
+    is_flag=True,
+    help="Let the harvest tool attach to a running browser (browser_url), which brt cannot hold to the "
+    "charter's allowlist. Off by default (or set BRT_MCP_ALLOW_ATTACH=1).",
+)
 @_handle_errors
-def mcp() -> None:
+def mcp(allow_attach: bool) -> None:
     """Run the MCP server over stdio (tools, prompts; see README, "Agents")."""
     try:
         from .mcp_server import run as run_server
     except ImportError as exc:
         _err(f"brt: the MCP server needs the MCP Python SDK ({exc}); install it with: pip install 'brt[mcp]'")
         sys.exit(EXIT_FAILURE)
-    run_server()
+    run_server(allow_attach=True if allow_attach else None)  # None: BRT_MCP_ALLOW_ATTACH decides
 
 
 @cli.command()
@@ -444,7 +465,7 @@ def demo(keep: bool) -> None:
     sys.exit(run_demo(keep=keep, echo=click.echo))
 
 
-# -- audits (issue 14): verify, restore, report, ls, charter init; thin wrappers over orchestrator.audit ------
+# -- audits: verify, restore, report, ls, charter init; thin wrappers over orchestrator.audit ------
 
 
 @cli.command()

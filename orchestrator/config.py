@@ -1,20 +1,18 @@
-"""Settings resolved in one place: charter values, then BRT_* environment variables, then CLI flags."""
+"""Where a charter's settings come together: the charter's values, overridden by the ``BRT_*`` environment
+variables (read by ``memory_store.settings``, the one place that reads them), overridden in turn by CLI flags
+where the CLI has one."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from memory_store.settings import brt_home, settings
 
 if TYPE_CHECKING:
     from memory_store import Memory
 
     from .charter import Charter
-
-
-def brt_home() -> Path:
-    """$BRT_HOME, default ~/.brt."""
-    return Path(os.environ.get("BRT_HOME") or "~/.brt").expanduser()
 
 
 def memory_basepath() -> Path:
@@ -27,7 +25,7 @@ def snapshots_dir() -> Path:
 
 def embedding_model(charter: Charter | None = None) -> str | None:
     """The embedding model: BRT_EMBED_MODEL overrides the charter's memory.embedding_model; None = bundled default."""
-    env = os.environ.get("BRT_EMBED_MODEL")
+    env = settings().embed_model
     if env:
         return env
     return charter.memory.embedding_model if charter is not None else None
@@ -36,7 +34,7 @@ def embedding_model(charter: Charter | None = None) -> str | None:
 def store_uri(charter: Charter | None = None) -> str | None:
     """Where the charter's store lives: BRT_STORE_URI overrides the charter's memory.uri; None = the local
     folder under $BRT_HOME/memory."""
-    env = os.environ.get("BRT_STORE_URI")
+    env = settings().store_uri
     if env:
         return env
     return charter.memory.uri if charter is not None else None

@@ -6,8 +6,10 @@ One resource per section of each charter's last synthesis, for every store under
 
 Its content is the section as the ``synthesize`` tool returns it (``service.section_json``: blocks with their
 citation, quotes as quoted untrusted page text, gaps), with the charter id, the synthesis time and the
-conflicts and agreements of that section. The list is read from the stores each time a client asks, so a new
-synthesis or a ``clean`` shows at once; stores on object storage (``memory.uri``) are not listed.
+conflicts and agreements of that section, built by ``untrusted.agent_document`` like every tool's result (keys
+and values walked: text from a page quoted). The list is read from the stores each time a client asks, so a new
+synthesis or a ``clean`` shows at once; stores on object storage (``memory.uri``) are not listed. A resource URI
+is bounded like a tool's string argument (``mcp_guard.MAX_ARG_CHARS``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp_types import Resource
 
+from .mcp_guard import MAX_ARG_CHARS, GuardedServer, run_blocking
+
 __all__ = ["SECTION_URI", "BrtServer", "evidence_resources", "register_resources", "section_document"]
 
 log = logging.getLogger(__name__)
@@ -29,15 +33,19 @@ SECTION_URI = "brt://charters/{charter_id}/sections/{n}"
 _CHARTER_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
-class BrtServer(MCPServer):
-    """brt's MCP server: the registered resources and, read from the stores at each listing, one resource per
-    section of every charter's last synthesis."""
+class BrtServer(GuardedServer):
+    """brt's MCP server (``mcp_guard.GuardedServer``: every tool's arguments bounded, every error through the
+    guard): the registered resources and, read from the stores at each listing, one resource per section of
+    every charter's last synthesis. A resource URI longer than a tool's string argument may be is refused."""
 
     async def list_resources(self) -> list[Resource]:
-        import anyio
-
         listed = await super().list_resources()
-        return [*listed, *await anyio.to_thread.run_sync(evidence_resources)]
+        return [*listed, *await run_blocking(evidence_resources)]
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        if len(str(uri)) > MAX_ARG_CHARS:
+            raise ResourceNotFoundError(f"a resource URI is at most {MAX_ARG_CHARS} characters long")
+        return await super().read_resource(uri, context)
 
 
 def _synthesis_of(charter_id: str) -> dict[str, Any] | None:
@@ -89,10 +97,10 @@ def evidence_resources() -> list[Resource]:
 
 
 def section_document(charter_id: str, n: int) -> dict[str, Any]:
-    """The resource of section ``n`` (1-based) of the charter's last synthesis (ResourceNotFoundError when
-    the store, its synthesis or the section does not exist)."""
+    """The resource of section ``n`` (1-based) of the charter's last synthesis, as ``untrusted.agent_document``
+    builds it (ResourceNotFoundError when the store, its synthesis or the section does not exist)."""
     from . import service
-    from .untrusted import quote_untrusted, safe_url
+    from .untrusted import agent_document, quote_untrusted, safe_url
 
     synthesis = _synthesis_of(charter_id) or {}
     sections = synthesis.get("sections") or []
@@ -105,13 +113,13 @@ def section_document(charter_id: str, n: int) -> dict[str, Any]:
     judged = {key: [x for x in synthesis.get(key) or [] if x.get("section") == title]
               for key in ("conflicts", "agreements")}
     service.judgements_json(judged, quote_untrusted, safe_url)
-    return {
+    return agent_document({
         "charter_id": charter_id,
         "generated_at": synthesis.get("generated_at"),
         "n": n,
         **service.section_json(section, quote_untrusted, safe_url),
         **judged,
-    }
+    })
 
 
 def register_resources(server: MCPServer) -> None:
@@ -126,7 +134,8 @@ def register_resources(server: MCPServer) -> None:
         "sources. n counts the charter's sections from 1.",
         mime_type="application/json",
     )
-    def charter_section(charter_id: str, n: str) -> str:
-        if not _CHARTER_ID.match(charter_id) or not n.isdigit():
-            raise ResourceNotFoundError(f"no resource brt://charters/{charter_id}/sections/{n}")
-        return json.dumps(section_document(charter_id, int(n)), indent=2, ensure_ascii=False)
+    async def charter_section(charter_id: str, n: str) -> str:
+        if not _CHARTER_ID.match(charter_id) or not n.isdigit() or len(n) > 6:
+            raise ResourceNotFoundError("no such resource: expected brt://charters/<charter id>/sections/<n>")
+        doc = await run_blocking(lambda: section_document(charter_id, int(n)))
+        return json.dumps(doc, indent=2, ensure_ascii=False)

@@ -21,10 +21,12 @@ tools (``verify``, ``restore``, ``report``, ``list_charters``, ``charter_init``,
 ``orchestrator/audit/mcp_tools.py``; the evidence resources ``brt://charters/{id}/sections/{n}`` in
 ``orchestrator/mcp_resources.py``. Every tool declares its output schema (``orchestrator/mcp_schemas.py``).
 
-Page text is untrusted. Every string taken from a page (chunk text, snippets, titles, quotes) reaches the agent
-only inside :func:`quote_untrusted`'s delimiters, with any run of three or more ``<`` or ``>`` inside the text
-escaped (a backslash after every second bracket), so a page can neither close the quote nor open a new one.
-Results are one JSON document (text content, and the same as structured content).
+Page text is untrusted. Every result, a resource's included, is built by ``untrusted.agent_document`` (keys and
+values walked): a string taken from a page, a server, a snapshot or a report reaches the agent only inside
+:func:`quote_untrusted`'s delimiters, with any run of three or more ``<`` or ``>`` inside the text escaped (a
+backslash after every second bracket), so a page can neither close the quote nor open a new one. Errors,
+argument limits (every tool's, and a resource URI's) and the attach opt-in: ``mcp_guard.py``. Results are one
+JSON document (text content, and the same as structured content).
 """
 
 import asyncio
@@ -40,6 +42,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from .mcp_guard import OwnToolError, PageToolError, attach_allowed, check_attach, run_blocking
 from .mcp_schemas import (
     AddPageOut,
     CharterOut,
@@ -51,7 +54,16 @@ from .mcp_schemas import (
     StatusOut,
     SynthesisOut,
 )
-from .untrusted import QUOTE_CLOSE, QUOTE_OPEN, agent_report, escape_untrusted, quote_untrusted, safe_url
+from .untrusted import (
+    QUOTE_CLOSE,
+    QUOTE_OPEN,
+    agent_document,
+    agent_report,
+    escape_untrusted,
+    quote_untrusted,
+    safe_url,
+    trusted,
+)
 
 if TYPE_CHECKING:
     from .charter import Charter
@@ -84,9 +96,8 @@ INSTRUCTIONS = (
 
 
 def _tool_error(message: str) -> Exception:
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    return ToolError(message)
+    """A refusal in brt's own words (``mcp_guard.OwnToolError``): no page, server or snapshot text in it."""
+    return OwnToolError(message)
 
 
 def _load(path: str) -> "Charter":
@@ -103,24 +114,23 @@ def _next_step(charter: "Charter") -> str:
 
 
 async def _call(fn: Callable[[], T]) -> T:
-    """Run blocking library work in a worker thread; map brt's errors to a clear tool error."""
-    import anyio
+    """Run blocking library work in a (daemon) worker thread; map brt's errors to a clear tool error."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     from memory_store.errors import MemoryStoreError
 
     from .errors import BrtError
 
-    try:
-        return await anyio.to_thread.run_sync(fn)
+    try:  # a client that went away does not wait on the thread (mcp_guard.run_blocking)
+        return await run_blocking(fn)
     except ToolError:
         raise
-    except (BrtError, MemoryStoreError) as exc:
-        raise _tool_error(str(exc)) from exc
+    except (BrtError, MemoryStoreError) as exc:  # their messages can name pages, servers' replies, records
+        raise PageToolError(str(exc), type(exc).__name__) from exc
     except FileNotFoundError as exc:
-        raise _tool_error(f"file not found: {exc.filename or exc}") from exc
+        raise PageToolError(f"file not found: {exc.filename or exc}", "FileNotFoundError") from exc
     except (ValueError, TypeError, NotImplementedError) as exc:
-        raise _tool_error(f"{type(exc).__name__}: {exc}") from exc
+        raise PageToolError(str(exc), type(exc).__name__) from exc
 
 
 #: The longest a job or cancel call waits (below the 60 s request timeout of common MCP clients).
@@ -142,12 +152,16 @@ def _finished_harvest(job: "Job") -> CallToolResult:
         return _result(dict(job.report, job_id=job.id))
     if job.state == "cancelled":
         raise _tool_error(f"the harvest was cancelled (job {job.id}); the store holds what was stored before")
-    raise _tool_error(job.error or f"the harvest failed (job {job.id})")
+    if job.error:
+        raise PageToolError(job.error, job.error_type or "HarvestError")
+    raise _tool_error(f"the harvest failed (job {job.id})")
 
 
 def _result(doc: dict[str, Any]) -> CallToolResult:
+    """A tool's result: ``doc`` as ``untrusted.agent_document`` builds it, as text and as structured content."""
     from mcp_types import TextContent
 
+    doc = agent_document(doc)
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(doc, indent=2, ensure_ascii=False))],
         structured_content=doc,
@@ -203,7 +217,7 @@ class _McpProgress:
                 f"{task} {d}/{self._total.get(task)}" if self._total.get(task) is not None else f"{task} {d}"
                 for task, d in self._done.items()
             ]
-            message = text or ("harvest: " + ", ".join(parts) if parts else "harvest starting")
+            message = escape_untrusted(text or ("harvest: " + ", ".join(parts) if parts else "harvest starting"))
             self.notifications += 1
         future = asyncio.run_coroutine_threadsafe(
             self._ctx.report_progress(progress, float(total) if total else None, message), self._loop
@@ -257,10 +271,12 @@ def _tool(*, title: str, description: str, annotations: ToolAnnotations) -> Call
 
 
 class BrtTools:
-    """brt's core MCP tools, one method each; harvests run as ``jobs``."""
+    """brt's core MCP tools, one method each; harvests run as ``jobs``; ``attach``: whether ``harvest`` may attach
+    to a running browser (``mcp_guard.attach_allowed``)."""
 
-    def __init__(self, jobs: "Jobs"):
+    def __init__(self, jobs: "Jobs", *, attach: bool = False):
         self.jobs = jobs
+        self.attach = attach
 
     @_tool(
         title="Validate a charter",
@@ -276,7 +292,7 @@ class BrtTools:
         return _result(
             {
                 "valid": True,
-                "path": str(charter.source or path),
+                "path": trusted(charter.source or path),
                 "charter_id": charter.id,
                 "title": charter.title,
                 "goal": charter.goal,
@@ -310,7 +326,11 @@ class BrtTools:
         ] = "playwright",
         browser_url: Annotated[
             str | None,
-            Field(description="Attach to a running Chrome over CDP (e.g. http://127.0.0.1:9222), in a fresh context."),
+            Field(
+                description="Attach to a running Chrome over CDP (e.g. http://127.0.0.1:9222), in a fresh context. "
+                "Off unless the user started this server with `brt mcp --allow-attach` (or BRT_MCP_ALLOW_ATTACH=1): "
+                "brt cannot hold a browser it did not launch to the charter's allowlist."
+            ),
         ] = None,
         wait: Annotated[
             bool,
@@ -320,6 +340,7 @@ class BrtTools:
             ),
         ] = False,
     ) -> Annotated[CallToolResult, HarvestOut]:
+        check_attach(browser_url, allowed=self.attach)  # before anything contacts it
         charter = await _call(lambda: _load(charter_path))
         forward = _McpProgress(ctx, asyncio.get_running_loop()) if wait else None
         job = await _call(
@@ -327,7 +348,7 @@ class BrtTools:
         )
         if not wait:
             doc = job.to_json()
-            doc["next_step"] = (
+            doc["next_step"] = trusted(
                 f"poll the job tool with job_id {job.id!r} (wait_s up to {MAX_WAIT_S:g} long-polls) until its state "
                 "is done, failed or cancelled; cancel stops it"
             )
@@ -445,7 +466,7 @@ class BrtTools:
             lambda: service.search(charter, query, k=k, subtree=subtree, next_step=_next_step(charter))
         )
         return _result(
-            service.search_json(charter, query, hits, subtree=subtree, quote=quote_untrusted, url=safe_url)
+            service.search_json(charter, trusted(query), hits, subtree=subtree, quote=quote_untrusted, url=safe_url)
         )
 
     @_tool(
@@ -482,8 +503,8 @@ class BrtTools:
                 node = index.find(found) if isinstance(found, str) and hasattr(index, "find") else None
                 return found, node
             except Exception as exc:
-                raise _tool_error(
-                    f"the concept index of {charter.id!r} cannot resolve paths: {type(exc).__name__}: {exc}"
+                raise PageToolError(
+                    f"the concept index of {charter.id!r} cannot resolve paths: {exc}", type(exc).__name__
                 ) from exc
 
         path, node = await _call(run_resolve)
@@ -491,15 +512,15 @@ class BrtTools:
             path = " > ".join(str(p) for p in path)
         elif path is not None and not isinstance(path, str):
             path = str(path)
-        # security (issue 11): labels come from page headings: quoted; the node id is a slug [a-z0-9_]
+        # security: labels come from page headings: quoted; the node id is a slug [a-z0-9_]
         doc: dict[str, Any] = {
             "charter_id": charter.id,
-            "text": text,
+            "text": trusted(text),  # the agent's own
             "path": quote_untrusted(path, "brt concept index (labels come from page headings)") if path else None,
             "subtree": escape_untrusted(str(node)) if node else None,
         }
         if not path:
-            doc["note"] = "no concept of the index is close enough to the text (or the index is still empty)"
+            doc["note"] = trusted("no concept of the index is close enough to the text (or the index is still empty)")
         return _result(doc)
 
     @_tool(
@@ -523,11 +544,11 @@ class BrtTools:
         charter = await _call(lambda: _load(charter_path))
 
         def run() -> Any:
-            from .safe_paths import agent_output_paths, record_written
+            from .safe_paths import agent_output_paths, output_roots, record_written
 
             service.require_store(charter, next_step=_next_step(charter))
             paths = agent_output_paths(charter, out, kind="synthesize")  # confined, no foreign overwrite
-            done = run_synthesize(charter, out=paths[0])
+            done = run_synthesize(charter, out=paths[0], within=output_roots(charter))  # no link followed
             record_written([done.doc_path, done.json_path])
             return done
 
@@ -554,11 +575,12 @@ class BrtTools:
         charter = await _call(lambda: _load(charter_path))
 
         def run() -> Any:
-            from .safe_paths import agent_output_paths, record_written
+            from .safe_paths import agent_output_paths, output_roots, record_written
 
             service.require_store(charter, next_step=_next_step(charter))
             paths = agent_output_paths(charter, snapshot, kind="clean")  # confined, no foreign overwrite
-            done = run_clean(charter, snapshot=paths[0], keep=keep or None, vectors=not no_vectors)
+            done = run_clean(charter, snapshot=paths[0], keep=keep or None, vectors=not no_vectors,
+                             within=output_roots(charter))  # no link followed
             record_written([done.snapshot_path, done.har_path])
             return done
 
@@ -646,8 +668,10 @@ def _register_prompts(server: MCPServer) -> None:
         )
 
 
-def build_server(jobs: "Jobs | None" = None) -> MCPServer:
-    """The brt MCPServer with its tools, resources and prompts (not started); harvests run as ``jobs``."""
+def build_server(jobs: "Jobs | None" = None, *, allow_attach: bool | None = None) -> MCPServer:
+    """The brt MCPServer with its tools, resources and prompts (not started); harvests run as ``jobs``.
+    ``allow_attach`` (default: ``BRT_MCP_ALLOW_ATTACH``) lets ``harvest`` attach to a running browser
+    (``browser_url``)."""
     from . import __version__
     from .audit.mcp_tools import register_audit_tools
     from .jobs import Jobs
@@ -655,7 +679,7 @@ def build_server(jobs: "Jobs | None" = None) -> MCPServer:
 
     jobs = jobs if jobs is not None else Jobs(report_view=agent_report)  # page text quoted for agents
     server = BrtServer(name="brt", title="brt: browser research", version=__version__, instructions=INSTRUCTIONS)
-    tools = BrtTools(jobs)
+    tools = BrtTools(jobs, attach=attach_allowed(allow_attach))
     for spec in TOOLS:
         server.add_tool(getattr(tools, spec.name), name=spec.name, title=spec.title, description=spec.description,
                         annotations=spec.annotations)
@@ -669,13 +693,14 @@ def _preview(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + " …"
 
 
-def run() -> None:
-    """Serve over stdio until the client disconnects (then running jobs are cancelled and settle the store).
-    The embedding model loads once, on first use."""
+def run(*, allow_attach: bool | None = None) -> None:
+    """Serve over stdio until the client disconnects (closes stdin): then running jobs are cancelled and settle
+    the store, and the process ends even if a call is still at work. The embedding model loads once, on first
+    use. ``allow_attach``: see :func:`build_server`."""
     from .jobs import Jobs
 
     jobs = Jobs(report_view=agent_report)
     try:
-        build_server(jobs).run("stdio")
+        build_server(jobs, allow_attach=allow_attach).run("stdio")
     finally:
         jobs.shutdown()

@@ -93,7 +93,10 @@ class RichProgress:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self._console = console or Console(stderr=True)
+        from .terminal import raw
+
+        # the raw stream: rich writes its own redraw sequences (brt's task names and counts only)
+        self._console = console or Console(file=raw(sys.stderr))
         self._progress = Progress(
             TextColumn("[bold]{task.description:<6}"),
             BarColumn(),
@@ -123,7 +126,9 @@ class RichProgress:
             self._progress.update(self._tasks[task], **kwargs)
 
     def message(self, text: str) -> None:
-        self._progress.console.print(text, markup=False, highlight=False)
+        from .untrusted import strip_controls
+
+        self._progress.console.print(strip_controls(text), markup=False, highlight=False)
 
     def close(self) -> None:
         self._progress.stop()

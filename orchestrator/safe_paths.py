@@ -10,8 +10,13 @@
   refused. A file written under another ``$BRT_HOME`` is not known here and is refused too.
 
     paths = agent_output_paths(charter, out, kind="synthesize")   # [report.md, report.json] or PathRefused
-    ... write them ...
+    ... write them with files.write_file(path, data, within=output_roots(charter)) ...
     record_written(paths)
+
+- **No link followed**: every file brt writes goes through ``files.write_file`` (a directory handle, a new
+  temporary name with ``O_NOFOLLOW``, a rename over the target: a symlink planted at the target is replaced, not
+  followed); with ``within=output_roots(charter)`` (or ``$BRT_HOME`` for the audit tools) no folder below the root
+  may be a symlink either, so a link planted after the check above (a race) is refused.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ __all__ = [
     "confine",
     "is_brt_written",
     "manifest_path",
+    "output_roots",
     "record_written",
 ]
 

@@ -180,6 +180,10 @@ def section_json(data: dict[str, Any], quote: Quote | None = None, url: UrlView 
             date = quote(date, b.get("url")) or date
         cited = view(display_url(str(b.get("url") or "")))
         b["citation"] = f"[{data.get('label')} Evidence #{b.get('n')}] — {cited} (last updated: {date})"
+        if quote is not None and _is_date(date):  # the charter's label, a percent-encoded URL, a date
+            from .untrusted import trusted
+
+            b["citation"] = trusted(b["citation"])
         b["also_at"] = [dict(a) for a in b.get("also_at") or []]
         for source in b["also_at"]:
             source["url"] = view(source.get("url"))

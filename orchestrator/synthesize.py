@@ -527,8 +527,11 @@ def synthesize(
     out: str | Path | None = None,
     memory: Memory | None = None,
     query_generator: QueryGenerator | None = None,
+    within: list[Path] | None = None,
 ) -> SynthesisResult:
-    """Answer every output section of ``charter`` from its store; write the Markdown and the JSON beside it.
+    """Answer every output section of ``charter`` from its store; write the Markdown and the JSON beside it
+    (``files.write_file``: a symlink at either path is replaced, never followed; ``within``: the folders an
+    agent's path was confined to, no symlinked folder below them).
 
     Raises memory_store.StoreNotFound when the charter was never harvested."""
     from .config import open_memory
@@ -566,12 +569,13 @@ def synthesize(
 
     audit_synthesis(charter, result, mem)  # audit (issue 14): acceptance verdicts, conflicts between sources
     result.markdown = render_markdown(charter, result) + concept_diagram(ci, routes)
+    from .files import write_file
+
     doc = Path(out) if out is not None else charter.doc_path
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(result.markdown, encoding="utf-8")
+    write_file(doc, result.markdown, within=within)
     result.t_synth_s = time.perf_counter() - started
     json_path = doc.with_suffix(".json")
-    json_path.write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_file(json_path, json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", within=within)
     result.doc_path, result.json_path = doc, json_path
     after_synthesis(charter, result, mem, routes)  # audit (issue 14): the store keeps the result for /clean
     log.info("synthesized %d sections into %s", len(sections), doc)

@@ -5,6 +5,8 @@
 #                                      ONNX (once), make sure a browser exists
 #   bash scripts/dev.sh demo [ARGS]    setup, then `brt demo` on the offline demo charter (ARGS go to brt demo)
 #   bash scripts/dev.sh test [ARGS]    setup, then pytest (ARGS go to pytest)
+#   bash scripts/dev.sh docs [ARGS]    setup, then mkdocs build --strict into site/ (ARGS go to mkdocs build)
+#   bash scripts/dev.sh gate [ARGS]    setup, then the benchmark gate, bench/gate.py (ARGS go to it)
 #
 # Idempotent: a re-run only checks things (the venv exists, torch imports, the pyproject.toml hash matches the
 # stamp of the last install, the ONNX export is cached, a browser is there) and installs nothing when all is
@@ -30,7 +32,7 @@ step() { printf '[dev.sh] %s\n' "$*"; }
 die() { printf '[dev.sh] error: %s\n' "$*" >&2; exit 1; }
 
 usage() {
-    sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 sha256_of() {
@@ -71,9 +73,9 @@ ensure_package() {
     if [[ "$want" == "$have" && -x "$VENV/bin/brt" ]]; then
         return
     fi
-    step "installing brt (editable) with extras test,mcp"
+    step "installing brt (editable) with extras test,mcp,docs"
     rm -f "$STAMP"
-    (cd "$ROOT" && "$VPY" -m pip install "${PIP_FLAGS[@]}" -q -e '.[test,mcp]')
+    (cd "$ROOT" && "$VPY" -m pip install "${PIP_FLAGS[@]}" -q -e '.[test,mcp,docs]')
     printf '%s\n' "$want" >"$STAMP"
 }
 
@@ -203,6 +205,19 @@ case "$cmd" in
         step "running pytest $*"
         cd "$ROOT"
         exec "$VPY" -m pytest "$@"
+        ;;
+    docs)
+        setup
+        step "building the docs (mkdocs build --strict)"
+        cd "$ROOT"
+        exec "$VENV/bin/mkdocs" build --strict "$@"
+        ;;
+    gate)
+        setup
+        offline_env
+        step "running the benchmark gate"
+        cd "$ROOT"
+        exec "$VPY" bench/gate.py "$@"
         ;;
     -h|--help|help)
         usage

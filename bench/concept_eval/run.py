@@ -1,4 +1,4 @@
-"""Concept index keep-or-cut benchmark (issue 3): 7 charters, replayed from a HAR built at run time.
+"""Concept index keep-or-cut benchmark: 7 charters, replayed from a HAR built at run time.
 
     .venv/bin/python bench/concept_eval/run.py [--eval-dir ../shared/eval] [--repeats 3] [--json results.json]
 
@@ -125,9 +125,12 @@ def main() -> int:
         rebuild_index=args.rebuild_index,
     )
     print(format_table(report))
+    doc = report.to_json() | {"harvest_s": harvest_s, "brt_home": str(home)}
     if args.json:
-        doc = report.to_json() | {"harvest_s": harvest_s, "brt_home": str(home)}
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
+    from bench._common import write_result
+
+    write_result("concept_eval", doc)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Audits you can check, replay and read (issue 14): verify, restore, report, ls, charter init, and the
+"""Audits you can check, replay and read: verify, restore, report, ls, charter init, and the
 acceptance and conflict judgements of a synthesis. The CLI commands and MCP tools of the same names are thin
 wrappers over these functions. Importing this package is cheap (no model, no browser, no LanceDB)."""
 

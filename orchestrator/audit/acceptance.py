@@ -38,8 +38,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from memory_store.text import CRITERION_STOP_WORDS, singular
+
 from ..relevance import mentions, named_subjects
-from .quantities import stem as _stem
+from ..untrusted import trusted
 
 if TYPE_CHECKING:
     from memory_store import Embedder
@@ -54,15 +56,6 @@ COVERED, PARTIAL, NOT_COVERED = "covered", "partial", "not covered"
 _GAP_WORDS = re.compile(
     r"\bgaps?\b|\bunanswer|\bnot answer|\bdoes not answer|\bdoesn't answer|\bno evidence\b|\bpadd(?:ed|ing)\b",
     re.IGNORECASE,
-)
-_STOP = frozenset(
-    """a about above after all also an and any are as at be been being both but by can could did do does each
-    either every for from has have how if in into is it its least more most must no not of on one or other
-    our out over own per same should so some such than that the their them then there these they this those
-    to too under up very was we were what when where which while who whom why will with would yet you your
-    cite cited citation citations quote quoted quotes quotation verbatim source sources page pages evidence
-    report reported reports given shown stated states mention mentioned named name concrete least each
-    answer answered section sections block blocks criterion document documents""".split()
 )
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9/+'’-]*")
 _QUOTED = re.compile(r"[\"“]([^\"”]{1,60})[\"”]")
@@ -99,7 +92,7 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         return {
             "criterion": self.criterion,
-            "verdict": self.verdict,
+            "verdict": trusted(self.verdict),  # brt's own words (an agent reads them bare)
             "reason": self.reason,
             "kind": self.kind,
             "subjects": self.subjects,
@@ -111,7 +104,7 @@ class Verdict:
 
 def keywords(text: str) -> list[str]:
     """The content words of a criterion (stop words and words about citing left out), plural-folded."""
-    out = [_stem(w) for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1]
+    out = [singular(w) for w in _WORD.findall(text) if w.lower() not in CRITERION_STOP_WORDS and len(w) > 1]
     return list(dict.fromkeys(out))
 
 
@@ -175,7 +168,7 @@ def _judge_evidence(
     phrases = [p.strip().lower() for p in _QUOTED.findall(criterion) if p.strip()]
     supports: list[tuple[Support, str]] = []
     for (s, b, context), c in zip(blocks, cos, strict=True):
-        have = {_stem(w) for w in _WORD.findall(context)}
+        have = {singular(w) for w in _WORD.findall(context)}
         kw = sum(1 for w in words if w in have) / len(words) if words else 0.0
         match = 0.5 * c + 0.5 * kw
         quote = str(b.get("quote") or "").lower()
@@ -204,7 +197,7 @@ def _judge_evidence(
         return verdict
     have_all = set()
     for _, text in supports:
-        have_all |= {_stem(w) for w in _WORD.findall(text)}
+        have_all |= {singular(w) for w in _WORD.findall(text)}
     share = sum(1 for w in words if w in have_all) / len(words) if words else 0.0
     best = supports[0][0].match if supports else max(cos, default=0.0)
     if supports and best >= COVER and share >= KEYWORDS_COVERED:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAILING",
+    "MAX_REPORT_BYTES",
     "CheckError",
     "CheckReport",
     "CitationCheck",
@@ -52,6 +53,8 @@ __all__ = [
     "quote_in_text",
 ]
 
+#: The largest report brt checks (a Markdown file: far larger is not a report).
+MAX_REPORT_BYTES = 16_000_000
 #: Problems that fail the check (exit 1). ``no_date`` is only noted.
 FAILING = frozenset({"quote_not_verbatim", "quote_elsewhere", "wrong_date", "off_allowlist", "not_harvested",
                      "unknown_reference", "missing_footnote", "uncited", "not_found"})
@@ -437,11 +440,14 @@ def check_report(
     """Check the Markdown report at ``report`` against the charter's store, or against ``snapshot`` (an audit
     snapshot; ``charter``, when given too, supplies the allowlist). CheckError for an unreadable report or
     when neither is given; StoreNotFound / SnapshotError / CharterError pass through."""
+    from ..files import FileRefused, read_regular
     from .evidence_source import from_snapshot, from_store
 
     path = Path(report).expanduser()
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # a regular file only, read without blocking (a FIFO or a device is refused at once), and bounded
+        text = read_regular(path, limit=MAX_REPORT_BYTES, what="report").decode("utf-8")
+    except FileRefused as exc:
+        raise CheckError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CheckError(f"cannot read report {path}: {getattr(exc, 'strerror', None) or exc}") from None
     if snapshot is not None:
@@ -478,7 +484,7 @@ def report_json(result: CheckReport, quote: Any = None, url: Any = None) -> dict
             "line": c.line,
             "text": q(c.text, f"{where}, line {c.line}"),
             "kind": c.kind,
-            "verdict": c.verdict,
+            "verdict": _own(c.verdict, quote),
             "ok": c.ok,
             "citations": [x.to_json(u) for x in c.citations],
             "quotes": [{"text": q(x.text, f"{where}, line {c.line}"), "verbatim": x.verbatim, "url": u(x.url),
@@ -487,15 +493,17 @@ def report_json(result: CheckReport, quote: Any = None, url: Any = None) -> dict
             "evidence": _evidence_json(c.evidence, q, u),
             "problems": [_problem_json(p, quote) for p in c.problems],
         })
+    totals = result.totals()
+    totals["verdicts"] = {_own(v, quote): n for v, n in totals["verdicts"].items()}  # brt's words
     return {
-        "report": str(result.report),
+        "report": _own(str(result.report), quote),  # the paths the caller gave
         "charter_id": result.charter_id,
         "checked_against": result.origin,
-        "source_path": str(result.source_path),
+        "source_path": _own(str(result.source_path), quote),
         "ok": result.ok,
-        "verdict": _escape(result.verdict(), quote),
+        "verdict": _own(result.verdict(), quote),
         **result.rates(),
-        "totals": result.totals(),
+        "totals": totals,
         "thresholds": {"supported": SUPPORTED, "weakly_supported": WEAK},
         "claims": claims,
     }
@@ -512,6 +520,16 @@ def _problem_json(p: Problem, quote: Any) -> dict[str, Any]:
     doc = p.to_json()
     doc["message"] = _escape(p.message, quote)
     return doc
+
+
+def _own(text: str, quote: Any) -> str:
+    """brt's own wording (counts, rates and the report's file name, which the caller gave): marked trusted for an
+    agent (``untrusted.agent_document`` shows it outside the delimiters, escaped)."""
+    if quote is None:
+        return text
+    from ..untrusted import trusted
+
+    return trusted(text)
 
 
 def _escape(text: str, quote: Any) -> str:

@@ -1,4 +1,4 @@
-"""The small hooks synthesis, harvest and clean call (each marked "audit (issue 14)" at its call site).
+"""The small hooks synthesis, harvest and clean call (each marked "audit" at its call site).
 
 - ``audit_synthesis``: acceptance verdicts, conflicts and agreements of a finished synthesis;
 - ``section_lines`` / ``acceptance_lines``: their Markdown;
@@ -80,21 +80,25 @@ def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory) -
 
 def section_lines(result: SynthesisResult, section: SectionResult) -> list[str]:
     """Markdown lines about conflicts and agreement between the section's sources (empty when none)."""
+    from ..untrusted import markdown_escape as md  # values and quotes come from pages
+
     by_n = {b.n: b for b in section.blocks}
     lines: list[str] = []
     for c in getattr(result, "conflicts", []):
         if c.section != section.title:
             continue
-        about = f" (about: {', '.join(c.about)})" if c.about else ""
-        lines.append(f"[{section.label} Conflict] {c.a.value} vs {c.b.value}{about}")
+        about = f" (about: {', '.join(md(w) for w in c.about)})" if c.about else ""
+        lines.append(f"[{section.label} Conflict] {md(c.a.value)} vs {md(c.b.value)}{about}")
         for claim in (c.a, c.b):
             block = by_n.get(claim.n)
-            lines.append(f"  - {block.markdown if block is not None else claim.quote}")
+            shown = block.markdown if block is not None else f'"{md(claim.quote)}"'
+            lines.append(f"  - {shown}")
         lines.append("")
     agreements = [a for a in getattr(result, "agreements", []) if a.section == section.title]
     if agreements:
         said = "; ".join(
-            f"{a.sources} sources agree on {a.value} ({', '.join(f'#{n}' for n in a.blocks)})" for a in agreements
+            f"{a.sources} sources agree on {md(a.value)} ({', '.join(f'#{n}' for n in a.blocks)})"
+            for a in agreements
         )
         lines += [f"[{section.label} Agreement] {said}", ""]
     return lines

@@ -1,8 +1,10 @@
 """brt's MCP tools for audits: ``verify``, ``restore``, ``report``, ``list_charters``, ``charter_init`` and
 ``check_report``, thin wrappers over this package, registered by ``orchestrator.mcp_server``. Like every tool
-there, they only parse arguments and render; text from pages (failure messages name harvested URLs) is escaped
-so that no delimiter appears in it, text a report or a page wrote is quoted as untrusted content, and a report
-is written to a file under ``$BRT_HOME/reports`` (through ``safe_paths``), never returned as text."""
+there, they only parse arguments and render; their results go through ``untrusted.agent_document`` (through
+``result``), so text from pages, snapshots and reports (failure messages name harvested URLs, a snapshot names
+its charter, a report's claims are an agent's draft) reaches the agent quoted, and a report is written to a file
+under ``$BRT_HOME/reports`` (through ``safe_paths``), never returned as text. Files are written under
+``$BRT_HOME`` only, with no symlink followed (``files.write_file``)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from ..mcp_schemas import CatalogOut, CharterInitOut, CheckOut, ReportOut, RestoreOut, VerifyOut
-from ..untrusted import escape_untrusted
+from ..untrusted import trusted
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -60,10 +62,7 @@ def register_audit_tools(
         path = snapshot_file(snapshot_path)
         report = await call(lambda: run_verify(path, check_har=check_har))
         doc = report.to_json()
-        # messages name URLs of harvested pages: escaped so that no delimiter can appear in them
-        for key in ("failures", "warnings"):
-            doc[key] = [dict(f, message=escape_untrusted(f["message"])) for f in doc[key]]
-        doc["verdict"] = escape_untrusted(doc["verdict"])
+        doc["verdict"] = trusted(doc["verdict"])  # counts and the file's name; the failures name pages: quoted
         return result(doc)
 
     @server.tool(
@@ -89,9 +88,10 @@ def register_audit_tools(
     @server.tool(
         title="Write a report",
         description="The last synthesis of a charter (its charter file) or the synthesis recorded in a snapshot "
-        "(.jsonl) as HTML, CSV or Markdown, written to $BRT_HOME/reports/<name>.<format> (never elsewhere, and "
-        "never over a file brt did not write). With check_path (a Markdown report): the HTML view of the "
-        "check of that report against the source instead, written to $BRT_HOME/reports/<name>-check.html. "
+        "(.jsonl) as HTML, CSV or Markdown, written to $BRT_HOME/reports/<name>.<format> (never elsewhere, "
+        "never over a file brt did not write, and never through a link: one there is replaced). With check_path "
+        "(a Markdown report): the HTML view of the check of that report against the source instead, written to "
+        "$BRT_HOME/reports/<name>-check.html. "
         "Returns the file's path and counts, not its text: the report quotes harvested pages.",
         annotations=ToolAnnotations(
             readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
@@ -156,8 +156,9 @@ def register_audit_tools(
             path = None
             if write:
                 path = run_init(question, urls, charter_id=charter_id, title=title, sections=sections,
-                                out=brt_home() / "charters" / f"{cid}.yaml", force=overwrite).path
-            return {"charter_id": cid, "path": str(path) if path else None, "text": text}
+                                out=brt_home() / "charters" / f"{cid}.yaml", force=overwrite,
+                                within=[brt_home()]).path
+            return {"charter_id": cid, "path": str(path) if path else None, "text": trusted(text)}  # the agent's
 
         return result(await call(run))
 
@@ -217,31 +218,39 @@ def register_check_tool(
         return result(service.check_json(done, quote=quote_untrusted, url=safe_url))
 
 
+def _report_path(home: Path, name: str) -> Path:
+    """``$BRT_HOME/reports/<name>`` for the ``report`` tool: a regular file there that brt did not write (or that
+    changed since) is refused (``safe_paths.check_not_foreign``); a symlink there is replaced, never followed,
+    and no folder on the way may be one (``files.write_file`` with ``within=[$BRT_HOME]``)."""
+    from ..safe_paths import check_not_foreign
+
+    out = home / "reports" / name
+    if not out.is_symlink():
+        check_not_foreign([out])
+    return out
+
+
 def _write_report(source: Path, fmt: str, check_path: str | None) -> dict[str, Any]:
-    """Write the report (or the check's HTML view) of ``source`` under ``$BRT_HOME/reports``, confined there and
-    never over a file brt did not write; returns what the ``report`` tool says of it."""
+    """Write the report (or the check's HTML view) of ``source`` under ``$BRT_HOME/reports``, never over a file
+    brt did not write and never through a link; returns what the ``report`` tool says of it."""
     from ..config import brt_home
-    from ..safe_paths import check_not_foreign, confine, record_written
+    from ..safe_paths import record_written
     from .bundle import load_bundle
     from .report import check_view, write_report
 
     home = brt_home()
     if check_path is not None:
-        name = f"{_source_name(source)}-check.html"
-        out = confine(home / "reports" / name, [home.resolve()], what="report")
-        check_not_foreign([out])
-        done = check_view(source, check_path, out=out)
+        out = _report_path(home, f"{_source_name(source)}-check.html")
+        done = check_view(source, check_path, out=out, within=[home])
         record_written([done.path])
         assert done.check is not None
         return {"charter_id": done.check.charter_id, "origin": done.check.origin, "format": "html",
-                "path": str(done.path), "bytes": out.stat().st_size,
-                "check": {"ok": done.check.ok, "verdict": escape_untrusted(done.check.verdict()),
+                "path": str(done.path), "bytes": done.path.stat().st_size if done.path else 0,
+                "check": {"ok": done.check.ok, "verdict": trusted(done.check.verdict()),
                           **done.check.rates()}}
     bundle = load_bundle(source)
     name = source.stem if bundle.origin == "snapshot" else bundle.charter_id
-    out = confine(home / "reports" / f"{name}.{fmt}", [home.resolve()], what="report")
-    check_not_foreign([out])
-    done = write_report(bundle, fmt=fmt, out=out)
+    done = write_report(bundle, fmt=fmt, out=_report_path(home, f"{name}.{fmt}"), within=[home])
     record_written([done.path])
     sections = bundle.sections
     return {

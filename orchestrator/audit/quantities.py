@@ -15,9 +15,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory_store.text import CONTEXT_STOP_WORDS, MONTHS, WEEKDAYS, singular
+
 from ..relevance import named_subjects
 
-__all__ = ["Quantity", "stem", "context_similarity", "names_compatible", "quantities", "same_value", "sentence_spans"]
+__all__ = ["Quantity", "context_similarity", "names_compatible", "quantities", "same_value", "sentence_spans"]
 
 
 @dataclass(frozen=True)
@@ -105,11 +107,6 @@ _CURRENCY_WORD = {
 }
 _MAGNITUDE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "bn": 1e9, "mn": 1e6}
 _MONEY_MAGNITUDE = {"k": 1e3, "m": 1e6, "b": 1e9}  # written straight after the number: "$5m", "10k"
-_MONTHS = {
-    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4, "may": 5,
-    "jun": 6, "june": 6, "jul": 7, "july": 7, "aug": 8, "august": 8, "sep": 9, "sept": 9, "september": 9,
-    "oct": 10, "october": 10, "nov": 11, "november": 11, "dec": 12, "december": 12,
-}
 _MONTH_RE = (
     r"(?P<month{i}>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
@@ -142,23 +139,9 @@ _NOT_NOUNS = frozenset(
     their then there these they this to was were which who will with would out up down off over under about
     after before since times x""".split()
 )
-_STOP = frozenset(
-    """a an and are as at be been being but by can could did do does for from had has have he her his i if in
-    into is it its of on or our she so than that the their them then there these they this to was we were
-    which while who will with would you your also just about it's said says say according""".split()
-)
+_STOP = CONTEXT_STOP_WORDS
 _CONTEXT_WORDS = 6
 _WORD = re.compile(r"(?<![\w])[A-Za-z][A-Za-z'’-]*")
-
-
-def stem(word: str) -> str:
-    """A word lower-cased with its plural folded ("cases" -> "case", "cities" -> "city")."""
-    w = word.lower().strip("'’-")
-    if len(w) > 4 and w.endswith("ies"):
-        return w[:-3] + "y"
-    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-        return w[:-1]
-    return w
 
 
 _SENTENCE = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"“(\[]?[A-Z])|\n+")
@@ -179,7 +162,7 @@ def _plural(word: str) -> bool:
     return len(word) > 3 and word.endswith("s") and not word.endswith("ss") or word in irregular
 
 
-_CALENDAR = frozenset(_MONTHS) | {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+_CALENDAR = frozenset(MONTHS) | frozenset(WEEKDAYS)
 
 
 def _names(sentence: str) -> frozenset[str]:
@@ -231,7 +214,7 @@ def _dates(sentence: str) -> list[_Found]:
         g = {k: v for k, v in m.groupdict().items() if v}
         year = next((int(v) for k, v in g.items() if k.startswith("year")), None)
         month_name = next((v for k, v in g.items() if k.startswith("month")), None)
-        month = _MONTHS.get(month_name.lower().rstrip(".")) if month_name else None
+        month = MONTHS.get(month_name.lower().rstrip(".")) if month_name else None
         if "mnum0" in g:
             month = int(g["mnum0"])
         day = next((int(v) for k, v in g.items() if k.startswith("day")), None)
@@ -315,7 +298,7 @@ def _kind_after(sentence: str, pos: int, cur: str | None) -> tuple[str | None, f
     if noun in _FILLERS:
         return None, 1.0, pos
     if len(noun) >= 3 and word.islower() and noun not in _NOT_NOUNS and noun not in _STOP and noun not in _UNITS:
-        return f"count:{stem(noun)}", 1.0, pos + used
+        return f"count:{singular(noun)}", 1.0, pos + used
     return None, 1.0, pos
 
 
@@ -339,7 +322,7 @@ def _context(sentence: str, a: int, b: int) -> dict[str, float]:
     after = [w for w in _WORD.findall(sentence[b:]) if w.lower() not in _STOP and len(w) > 1][:_CONTEXT_WORDS]
     out: dict[str, float] = {}
     for distance, word in [*enumerate(reversed(before)), *enumerate(after)]:
-        key = stem(word)
+        key = singular(word)
         out[key] = max(out.get(key, 0.0), 1.0 / (1 + distance))
     return out
 

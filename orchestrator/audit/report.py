@@ -51,15 +51,18 @@ def report(source: str | Path, *, fmt: str = "html", out: str | Path | None = No
     return write_report(load_bundle(source), fmt=fmt, out=out)
 
 
-def write_report(bundle: AuditBundle, *, fmt: str = "html", out: str | Path | None = None) -> ReportResult:
-    """``report`` of a bundle already loaded (``bundle.load_bundle``)."""
+def write_report(bundle: AuditBundle, *, fmt: str = "html", out: str | Path | None = None,
+                 within: list[Path] | None = None) -> ReportResult:
+    """``report`` of a bundle already loaded (``bundle.load_bundle``), written with ``files.write_file`` (a
+    symlink at ``out`` is replaced, never followed; ``within``: no symlinked folder below these roots)."""
     text = render(bundle, fmt)
-    return ReportResult(fmt, text, _write(text, out), bundle)
+    return ReportResult(fmt, text, _write(text, out, within), bundle)
 
 
-def check_view(source: str | Path, report_md: str | Path, *, out: str | Path | None = None) -> ReportResult:
+def check_view(source: str | Path, report_md: str | Path, *, out: str | Path | None = None,
+               within: list[Path] | None = None) -> ReportResult:
     """The HTML view of ``brt check`` of the Markdown report ``report_md`` against ``source``: a charter file
-    (its store) or a snapshot (``.jsonl``); written to ``out`` when given."""
+    (its store) or a snapshot (``.jsonl``); written to ``out`` when given, as :func:`write_report` writes."""
     from ..charter import load_charter
     from .check import check_report
     from .report_html import render_check_html
@@ -70,14 +73,12 @@ def check_view(source: str | Path, report_md: str | Path, *, out: str | Path | N
     else:
         result = check_report(report_md, charter=load_charter(src))
     text = render_check_html(result)
-    return ReportResult("html", text, _write(text, out), None, result)
+    return ReportResult("html", text, _write(text, out, within), None, result)
 
 
-def _write(text: str, out: str | Path | None) -> Path | None:
+def _write(text: str, out: str | Path | None, within: list[Path] | None) -> Path | None:
+    from ..files import write_file
+
     if out is None:
         return None
-    path = Path(out).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-    return path
+    return write_file(Path(out).expanduser(), text, within=within)

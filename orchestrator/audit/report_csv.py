@@ -2,8 +2,9 @@
 
 Columns: section, n, quote, url, title, last_updated, score, chunk_id, conflict (what the block conflicts
 with, "#2: 2.5 seconds vs 3 seconds"; empty when nothing). Fields are quoted when they hold a comma, a quote
-or a line break, quotes doubled, lines end with CRLF. Page text is untrusted: a cell that would start with
-``=``, ``+``, ``-``, ``@``, a tab or a carriage return (a formula to a spreadsheet) gets a leading ``'``.
+or a line break, quotes doubled, lines end with CRLF. Page text and a snapshot's records are untrusted: every
+cell (a date, a number or an id from a crafted snapshot as much as a quote) that would start with ``=``, ``+``,
+``-``, ``@``, a tab or a carriage return (a formula to a spreadsheet) gets a leading ``'``.
 """
 
 from __future__ import annotations
@@ -35,15 +36,32 @@ def render_csv(bundle: AuditBundle) -> str:
             url = str(b.get("url") or "")
             writer.writerow(
                 [
-                    _cell(s.get("title")),
-                    b.get("n"),
-                    _cell(b.get("quote")),
-                    _cell(url),
-                    _cell(bundle.title_of(url)),
-                    b.get("last_updated") or "",
-                    f"{float(b.get('score') or 0):.4f}",
-                    b.get("chunk_id"),
-                    _cell("; ".join(conflicts.get((str(s.get("title")), int(b.get("n") or 0)), []))),
+                    _cell(value)  # every cell: a snapshot's date, number or id may be a formula too
+                    for value in (
+                        s.get("title"),
+                        b.get("n"),
+                        b.get("quote"),
+                        url,
+                        bundle.title_of(url),
+                        b.get("last_updated") or "",
+                        _score(b.get("score")),
+                        b.get("chunk_id"),
+                        "; ".join(conflicts.get((str(s.get("title")), _n(b.get("n"))), [])),
+                    )
                 ]
             )
     return out.getvalue()
+
+
+def _score(value: object) -> str:
+    try:
+        return f"{float(value or 0):.4f}"  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _n(value: object) -> int:
+    try:
+        return int(value or 0)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return 0

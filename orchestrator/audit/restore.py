@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
-import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -84,6 +84,7 @@ def restore(
     from memory_store.memory import validate_charter_id
 
     from ..config import brt_home, memory_basepath
+    from ..files import write_file
     from .verify import verify
 
     snap_path = Path(snapshot).expanduser()
@@ -92,6 +93,9 @@ def restore(
         listed = "\n".join(f"  {f}" for f in checked.failures[:20])
         raise RestoreError(f"{snap_path} fails verification, not restored (use --force to restore anyway):\n{listed}")
     snap = read_snapshot(snap_path, keep_vectors=True)
+    if snap.problems:  # not even --force restores records that do not fit the schema (records.py)
+        listed = "\n".join(f"  {p}" for p in snap.problems[:20])
+        raise RestoreError(f"{snap_path} holds records brt cannot read, not restored:\n{listed}")
     old_id = snap.charter_id
     charter_id = new_id or old_id
     try:
@@ -99,7 +103,7 @@ def restore(
     except ValueError as exc:
         raise RestoreError(str(exc)) from None
     base = memory_basepath()
-    if Memory.exists(charter_id, basepath=base) or (base / charter_id).exists():
+    if Memory.exists(charter_id, basepath=base) or os.path.lexists(base / charter_id):  # a planted link too
         raise RestoreError(
             f"a store for charter {charter_id!r} exists at {base / charter_id}: restore under another id "
             f"(--id NEW_ID) or remove it first (brt clean)"
@@ -110,7 +114,7 @@ def restore(
     if harvested is not None:
         ext = "json" if harvested["format"] == "json" else "yaml"
         target = Path(charter_out).expanduser() if charter_out else brt_home() / "charters" / f"{charter_id}.{ext}"
-        if target.exists() and target.read_text(encoding="utf-8") != harvested["text"] and not force:
+        if os.path.lexists(target) and not force and not _holds(target, harvested["text"]):
             raise RestoreError(f"{target} exists with other content: choose another path with --charter")
         charter_path = target
     mem = Memory(charter_id, basepath=base, model=snap.manifest.get("embedding_model"))
@@ -122,9 +126,8 @@ def restore(
         except Exception:  # noqa: BLE001
             log.exception("cannot remove the half-restored store %s", mem.path)
         raise
-    if charter_path is not None and harvested is not None:
-        charter_path.parent.mkdir(parents=True, exist_ok=True)
-        charter_path.write_text(harvested["text"], encoding="utf-8")
+    if charter_path is not None and harvested is not None:  # a symlink there is replaced, never followed
+        charter_path = write_file(charter_path, harvested["text"], within=None if charter_out else [brt_home()])
     result.charter_path = charter_path
     log.info("restored %s from %s into %s", charter_id, snap_path, mem.path)
     return result
@@ -136,6 +139,7 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
 
     from memory_store import ModelMismatch, get_embedder
 
+    from ..files import copy_file
     from .trail import CHARTER_FILE, write_synthesis
 
     dim = int(snap.manifest.get("embedding_dim") or 0)
@@ -196,9 +200,7 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
     har = None
     if snap.har_path.is_file():
         stamp = re.sub(r"[^0-9TZ]", "", str(snap.manifest.get("created_at") or "")) or "00000000T000000Z"
-        har = mem.path / "har" / f"{stamp}.har"
-        har.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(snap.har_path, har)
+        har = copy_file(snap.har_path, mem.path / "har" / f"{stamp}.har", within=[mem.path])
     check = mem.check()
     if not check.ok:
         log.warning("the restored store of %s has problems: %s", charter_id, check.problems[:5])
@@ -248,11 +250,26 @@ def _restore_concepts(snap: Snapshot, mem: Any, charter_id: str, harvested: dict
     return "rebuilt"
 
 
+def _holds(path: Path, text: str) -> bool:
+    """Whether ``path`` is a regular file (not a symlink) that holds ``text``."""
+    from ..files import FileRefused, read_regular
+
+    if path.is_symlink():
+        return False
+    try:
+        return read_regular(path, limit=len(text.encode("utf-8")) + 1).decode("utf-8", "replace") == text
+    except (OSError, FileRefused):
+        return False
+
+
 _ID_LINE = re.compile(r"^(id[ \t]*:[ \t]*)([^#\n]*?)([ \t]*(?:#.*)?)$", re.MULTILINE)
 
 
 def _renamed_charters(snap: Snapshot, charter_id: str) -> list[dict[str, Any]]:
     """The snapshot's charter records, their text carrying ``charter_id`` (sha256 recomputed)."""
+    import yaml
+
+    from ..errors import BrtError, first_line
     from .trail import parse_charter_text, sha256_text
 
     out = []
@@ -260,8 +277,12 @@ def _renamed_charters(snap: Snapshot, charter_id: str) -> list[dict[str, Any]]:
         text = str(rec.get("text") or "")
         fmt = str(rec.get("format") or "yaml")
         if charter_id != snap.charter_id:
-            text = _rename(text, fmt, charter_id)
-            parse_charter_text(text, fmt)  # still valid
+            try:
+                text = _rename(text, fmt, charter_id)
+                parse_charter_text(text, fmt)  # still valid
+            except (ValueError, TypeError, AttributeError, BrtError, yaml.YAMLError) as exc:
+                raise RestoreError(f"the recorded charter {str(rec.get('sha256'))[:12]} cannot be restored as "
+                                   f"{charter_id!r}: {first_line(exc)}") from None
         out.append({
             "sha256": sha256_text(text),
             "original_sha256": rec.get("sha256"),

@@ -2,7 +2,9 @@
 
 ``read_snapshot(path)`` keeps the manifest line as written, recomputes the sha256 of the rest of the file
 and the count of each record type, and sorts the records by type. Lines that are not JSON objects with a
-``type`` are kept as problems (``verify`` reports them), not raised.
+``type``, and records that do not fit their type's schema (``records.py``: a field of the wrong type), are kept
+as problems naming the line and the field (``verify`` reports them) and left out, not raised. Only a regular
+file is read (a FIFO or a device is refused at once).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +45,7 @@ class Snapshot:
     concept_events: list[dict[str, Any]] = field(default_factory=list)
     concept_graph: dict[str, Any] | None = None
     concept_pointers: list[dict[str, Any]] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)  # unreadable lines
+    problems: list[str] = field(default_factory=list)  # unreadable lines and records that fail the schema
     vector_problems: list[str] = field(default_factory=list)
     size: int = 0
 
@@ -71,38 +74,70 @@ class Snapshot:
 def read_snapshot(path: str | Path, *, keep_vectors: bool = False) -> Snapshot:
     """Read a snapshot file. Raises SnapshotError when the file cannot be read or its first line is not a
     manifest; every other problem is listed in ``problems``."""
+    from ..files import FileRefused, open_regular
+
     p = Path(path).expanduser()
     try:
-        fh = open(p, "rb")
+        fh = open_regular(p, what="snapshot")
+    except FileRefused as exc:
+        raise SnapshotError(str(exc)) from None
     except OSError as exc:
         raise SnapshotError(f"cannot read snapshot {p}: {exc.strerror or exc}") from None
     with fh:
-        first = fh.readline()
-        try:
-            manifest = json.loads(first)
-        except ValueError:
-            raise SnapshotError(f"{p} is not a brt snapshot: its first line is not JSON") from None
-        if not isinstance(manifest, dict) or manifest.get("type") != "manifest":
-            raise SnapshotError(f"{p} is not a brt snapshot: its first line is not a manifest record")
+        snap = Snapshot(path=p, manifest=_manifest(p, fh.readline(MAX_MANIFEST_BYTES)), sha256="")
         digest = hashlib.sha256()
-        snap = Snapshot(path=p, manifest=manifest, sha256="")
-        dim = manifest.get("embedding_dim")
+        dim = snap.manifest.get("embedding_dim")
         for lineno, raw in enumerate(fh, start=2):
             digest.update(raw)
-            try:
-                rec = json.loads(raw)
-            except ValueError:
-                snap.problems.append(f"line {lineno} is not JSON")
-                continue
-            if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
-                snap.problems.append(f"line {lineno} is not a record with a type")
-                continue
-            kind = rec["type"]
-            snap.counts[kind] += 1
-            _file(snap, rec, kind, dim, keep_vectors)
+            rec = _record(snap, lineno, raw)
+            if rec is not None:
+                _file(snap, rec, rec["type"], dim, keep_vectors)
         snap.sha256 = digest.hexdigest()
-    snap.size = p.stat().st_size
+        snap.size = os.fstat(fh.fileno()).st_size
     return snap
+
+
+#: The longest manifest line read (a manifest is well under a kilobyte).
+MAX_MANIFEST_BYTES = 1_000_000
+
+
+def _manifest(path: Path, first: bytes) -> dict[str, Any]:
+    """The manifest line as written; SnapshotError when it is not one, or a field has the wrong type."""
+    from pydantic import ValidationError
+
+    from .records import Manifest, problem_of
+
+    try:
+        manifest = json.loads(first)
+    except (ValueError, RecursionError):
+        raise SnapshotError(f"{path} is not a brt snapshot: its first line is not JSON") from None
+    if not isinstance(manifest, dict) or manifest.get("type") != "manifest":
+        raise SnapshotError(f"{path} is not a brt snapshot: its first line is not a manifest record")
+    try:
+        Manifest.model_validate(manifest)
+    except ValidationError as exc:
+        raise SnapshotError(f"{path}: line 1 (manifest): {problem_of(exc)}") from None
+    return manifest
+
+
+def _record(snap: Snapshot, lineno: int, raw: bytes) -> dict[str, Any] | None:
+    """The record on line ``lineno`` (counted), or None with the problem noted."""
+    from .records import validate_record
+
+    try:
+        rec = json.loads(raw)
+    except (ValueError, RecursionError):
+        snap.problems.append(f"line {lineno} is not JSON")
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
+        snap.problems.append(f"line {lineno} is not a record with a type")
+        return None
+    snap.counts[rec["type"]] += 1
+    problem = validate_record(rec)
+    if problem is not None:
+        snap.problems.append(f"line {lineno} ({rec['type']}): {problem}")
+        return None
+    return rec
 
 
 def _file(snap: Snapshot, rec: dict[str, Any], kind: str, dim: Any, keep_vectors: bool) -> None:

@@ -16,15 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from memory_store.text import SLUG_STOP_WORDS
+
 from ..errors import CharterError
 
 __all__ = ["StarterCharter", "charter_init", "starter_text"]
 
-_STOP = frozenset(
-    """a an the of to in on for and or is are was were be do does did how what which why when where who whom
-    whose can could should would must will i we you they it its my our your their this that these those with
-    from by at as about into than then so if""".split()
-)
 
 
 @dataclass
@@ -35,7 +32,7 @@ class StarterCharter:
 
 
 def _slug(question: str) -> str:
-    words = [w for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in _STOP]
+    words = [w for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in SLUG_STOP_WORDS]
     slug = ""
     for w in words:
         if len(slug) + len(w) + 1 > 40:
@@ -45,7 +42,7 @@ def _slug(question: str) -> str:
 
 
 def _topic(question: str) -> str:
-    words = [w for w in re.findall(r"[\w/+.-]+", question) if w.lower() not in _STOP]
+    words = [w for w in re.findall(r"[\w/+.-]+", question) if w.lower() not in SLUG_STOP_WORDS]
     title = " ".join(words[:6]).strip(" .?!") or "Answer"
     return title[:1].upper() + title[1:]
 
@@ -90,7 +87,7 @@ def starter_text(
     criterion = question.rstrip("?. ") + ": answered with at least one verbatim, dated quote"
     lines = [
         "# A brt task charter: a starter written by `brt charter init`. Edit it, then check it with",
-        "# `brt charter validate FILE`. The fields are explained in README \"Charter format\"; the JSON Schema",
+        "# `brt charter validate FILE`. The fields are explained in docs/charters.md; the JSON Schema",
         "# comes from `brt charter schema`. Paths are relative to this file's folder.",
         f"id: {_q(cid)}  # names the store; [a-z0-9][a-z0-9_-]{{0,63}}",
         f"title: {_q(title or _topic(question))}",
@@ -149,14 +146,19 @@ def charter_init(
     sections: list[str] | None = None,
     out: str | Path | None = None,
     force: bool = False,
+    within: list[Path] | None = None,
 ) -> StarterCharter:
-    """Write a starter charter to ``out`` (default ``./<id>.yaml``); refuses to overwrite unless ``force``."""
+    """Write a starter charter to ``out`` (default ``./<id>.yaml``); refuses to overwrite unless ``force`` (a
+    symlink there counts as a file, and is replaced, never followed: ``files.write_file``; ``within``: no
+    symlinked folder below these roots)."""
+    import os
+
+    from ..files import write_file
     from .errors import AuditError
 
     cid, text = starter_text(question, urls, charter_id=charter_id, title=title, sections=sections)
     path = Path(out).expanduser() if out is not None else Path.cwd() / f"{cid}.yaml"
-    if path.exists() and not force:
+    if os.path.lexists(path) and not force:
         raise AuditError(f"{path} exists: choose another path with --out, or --force to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path = write_file(path, text, within=within)
     return StarterCharter(cid, text, path)

@@ -15,12 +15,21 @@ Checks, each failure named with the check and where:
   either end), the chunk belongs to the cited URL, the URL is on the allowlist, the date is the page's, and
   the block's Markdown line carries the same quote;
 - **har**: the HAR beside the snapshot holds a response for every stored page, and where the harvest recorded
-  the page's fingerprint (orchestrator/harvest/revalidate.py), a response whose body hashes to it.
+  the page's fingerprint (orchestrator/harvest/revalidate.py), a response whose body hashes to it;
+- **provenance**: each stored page against the record the harvest wrote into its HAR (``harvest/har.py``:
+  the body's sha256, the extracted text's sha256, the chunk ids, title and dates): the body is in the HAR, and
+  the snapshot's text, chunks (so every chunk and quote cited from the page), title and dates are the ones brt
+  stored from it. With the genuine HAR, a snapshot edited and resealed (a date changed, a quote changed with
+  its chunk's text and id recomputed, a block re-cited to another stored page) fails here. Every cited page
+  must also hold the cited chunk (**evidence**).
 
 Warnings (not failures): no synthesis recorded; a page added with ``add_page`` (no harvest event, so no
 response in the HAR); a page read in a browser context that crashed (the HAR's ``log.comment`` says its
 recording is incomplete and names the page); a page without a fingerprint (its response is present but its
-body cannot be checked).
+body cannot be checked); a HAR written before provenance records (pages checked against the snapshot alone).
+
+Records that do not fit the snapshot's schema (``records.py``) are failures of **records** naming the line
+and the field; they are left out of the other checks, so a mutated snapshot gets a verdict, never a crash.
 """
 
 from __future__ import annotations
@@ -82,7 +91,8 @@ class VerifyReport:
         ]
         if self.har is not None:
             parts.append(f"{c.get('har_pages', 0)}/{c.get('pages', 0)} pages in the HAR "
-                         f"({c.get('fingerprints', 0)} body fingerprints)")
+                         f"({c.get('fingerprints', 0)} body fingerprints, {c.get('provenance', 0)} provenance "
+                         "records)")
         warned = f"; {len(self.warnings)} warning(s)" if self.warnings else ""
         return f"OK {self.snapshot.name}: " + ", ".join(parts) + warned
 
@@ -115,7 +125,11 @@ def quote_in_chunk(quote: str, chunk_text: str) -> bool:
 
 
 def _loose(text: str) -> str:
-    return " ".join(re.sub(r"[\"\\“”]", " ", text).split())
+    """A line or quote compared loosely: quote marks, backslashes (the Markdown line's escapes), format and
+    control characters (which ``untrusted.markdown_escape`` drops) left out, whitespace collapsed."""
+    from ..untrusted import strip_controls, strip_invisible
+
+    return " ".join(re.sub(r"[\"\\“”]", "", strip_controls(strip_invisible(text))).split())
 
 
 def verify(snapshot: str | Path, *, har: str | Path | None = None, check_har: bool = True,
@@ -230,8 +244,6 @@ def _pages(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -> N
 
 
 def _evidence(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -> None:
-    from ..charter import url_allowed
-
     syn = snap.synthesis
     if syn is None:
         report.warn("evidence", "no synthesis recorded (the charter was not synthesized before /clean)")
@@ -241,9 +253,9 @@ def _evidence(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -
     shas = {c.get("sha256") for c in snap.charters}
     if syn.get("charter_sha256") and syn["charter_sha256"] not in shas:
         report.fail("evidence", "the synthesis answered a charter that no charter record holds")
-    quotes = 0
     urls: set[str] = set()
     sections = syn.get("sections") or []
+    quotes = 0
     for s in sections:
         label = s.get("label") or s.get("title")
         blocks = s.get("blocks") or []
@@ -252,73 +264,133 @@ def _evidence(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -
         if not blocks and not s.get("gaps"):
             report.fail("evidence", f"section {label!r} has neither evidence nor a gap")
         for b in blocks:
-            where = f"[{label} Evidence #{b.get('n')}]"
             quotes += 1
-            url = str(b.get("url") or "")
-            urls.add(url)
-            chunk = snap.chunks.get(str(b.get("chunk_id")))
-            if chunk is None:
-                report.fail("evidence", f"{where} cites chunk {b.get('chunk_id')}, which is not in the snapshot")
-                continue
-            if not quote_in_chunk(str(b.get("quote") or ""), str(chunk.get("text") or "")):
-                report.fail("evidence", f"{where}: the quote is not a verbatim span of chunk {b.get('chunk_id')}")
-            if url not in [chunk.get("url"), *(chunk.get("also_seen_at") or [])]:
-                report.fail("evidence", f"{where}: chunk {b.get('chunk_id')} does not belong to {url}")
-            if allowed is not None and not url_allowed(url, allowed):
-                report.fail("evidence", f"{where}: {url} is not on the charter's allowlist")
-            page = snap.page_for(url)
-            if page is None:
-                report.fail("evidence", f"{where}: {url} is not a stored page")
-            elif b.get("last_updated") != page.get("last_updated"):
-                report.fail("evidence", f"{where}: last updated {b.get('last_updated')}, the page says "
-                                        f"{page.get('last_updated')}")
-            md = b.get("markdown")
-            if isinstance(md, str) and _loose(str(b.get("quote") or "")) not in _loose(md):
-                report.fail("evidence", f"{where}: the Markdown line does not carry the block's quote")
-    for c in syn.get("conflicts") or []:
-        for side in ("a", "b"):
-            claim = c.get(side) or {}
-            sec = next((s for s in sections if s.get("title") == c.get("section")), None)
-            block = next((b for b in (sec or {}).get("blocks") or [] if b.get("n") == claim.get("n")), None)
-            if block is None or block.get("quote") != claim.get("quote") or block.get("url") != claim.get("url"):
-                report.fail("evidence", f"conflict in {c.get('section')!r} cites a block the section does not hold")
+            urls.add(str(b.get("url") or ""))
+            _block(snap, report, f"[{label} Evidence #{b.get('n')}]", b, allowed)
+    _conflicts(syn, report, sections)
     report.checked["quotes"] = quotes
     report.checked["sections"] = len(sections)
     report.checked["urls"] = len(urls)
 
 
-def har_bodies(har: Path) -> dict[str, list[tuple[int, str]]]:
-    """URL (fragment dropped) -> (status, sha256 of the body) of every response the HAR holds."""
-    import json
+def _block(snap: Snapshot, report: VerifyReport, where: str, b: dict[str, Any], allowed: list[str] | None) -> None:
+    """One evidence block: its chunk is in the snapshot and held by the cited page, its quote a verbatim span of
+    that chunk, its URL on the allowlist, its date the page's, its Markdown line the same quote."""
+    from ..charter import url_allowed
 
+    url, cid = str(b.get("url") or ""), str(b.get("chunk_id"))
+    chunk = snap.chunks.get(cid)
+    if chunk is None:
+        report.fail("evidence", f"{where} cites chunk {cid}, which is not in the snapshot")
+        return
+    if not quote_in_chunk(str(b.get("quote") or ""), str(chunk.get("text") or "")):
+        report.fail("evidence", f"{where}: the quote is not a verbatim span of chunk {cid}")
+    if url not in [chunk.get("url"), *(chunk.get("also_seen_at") or [])]:
+        report.fail("evidence", f"{where}: chunk {cid} does not belong to {url}")
+    if allowed is not None and not url_allowed(url, allowed):
+        report.fail("evidence", f"{where}: {url} is not on the charter's allowlist")
+    page = snap.page_for(url)
+    if page is None:
+        report.fail("evidence", f"{where}: {url} is not a stored page")
+    else:
+        if cid not in (page.get("chunk_ids") or []):
+            report.fail("evidence", f"{where}: page {url} does not hold chunk {cid}")
+        if b.get("last_updated") != page.get("last_updated"):
+            report.fail("evidence", f"{where}: last updated {b.get('last_updated')}, the page says "
+                                    f"{page.get('last_updated')}")
+    md = b.get("markdown")
+    if isinstance(md, str) and _loose(str(b.get("quote") or "")) not in _loose(md):
+        report.fail("evidence", f"{where}: the Markdown line does not carry the block's quote")
+
+
+def _conflicts(syn: dict[str, Any], report: VerifyReport, sections: list[dict[str, Any]]) -> None:
+    """Every conflict cites blocks its section holds, quote and URL alike."""
+    for c in syn.get("conflicts") or []:
+        sec = next((s for s in sections if s.get("title") == c.get("section")), None)
+        for side in ("a", "b"):
+            claim = c.get(side) or {}
+            block = next((b for b in (sec or {}).get("blocks") or [] if b.get("n") == claim.get("n")), None)
+            if block is None or block.get("quote") != claim.get("quote") or block.get("url") != claim.get("url"):
+                report.fail("evidence", f"conflict in {c.get('section')!r} cites a block the section does not hold")
+
+
+def _body(content: dict[str, Any]) -> bytes:
+    text = content.get("text") or ""
+    return base64.b64decode(text) if content.get("encoding") == "base64" else str(text).encode("utf-8")
+
+
+def har_bodies(har: Path | dict[str, Any]) -> dict[str, list[tuple[int, str]]]:
+    """URL (fragment dropped) -> (status, sha256 of the body) of every response the HAR holds (a path, or the
+    HAR already read)."""
     from ..harvest.har import sha256_hex
 
-    data = json.loads(har.read_text(encoding="utf-8"))
+    data = read_har(har) if isinstance(har, Path) else har
     out: dict[str, list[tuple[int, str]]] = {}
-    for entry in data.get("log", {}).get("entries", []):
+    for entry in (data.get("log") or {}).get("entries") or []:
         try:
             url = str(entry["request"]["url"]).split("#", 1)[0]
             response = entry["response"]
-            content = response.get("content") or {}
-            text = content.get("text") or ""
-            body = base64.b64decode(text) if content.get("encoding") == "base64" else text.encode("utf-8")
+            body = _body(response.get("content") or {})
             out.setdefault(url, []).append((int(response.get("status") or 0), sha256_hex(body)))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return out
 
 
-def _har(snap: Snapshot, report: VerifyReport, har: Path) -> None:
+def read_har(har: Path) -> dict[str, Any]:
+    """The HAR at ``har`` (a regular file holding a JSON object with a ``log`` object); ValueError otherwise."""
     import json
 
+    from ..files import FileRefused, open_regular
+
+    try:
+        with open_regular(har, what="HAR") as fh:
+            data = json.load(fh)
+    except FileRefused as exc:
+        raise ValueError(str(exc)) from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if not isinstance(data, dict) or not isinstance(data.get("log"), dict):
+        raise ValueError("not a HAR (no log object)")
+    return data
+
+
+@dataclass
+class _Har:
+    """What verify reads of the HAR: bodies by URL, the log's comment, the provenance records by URL."""
+
+    bodies: dict[str, list[tuple[int, str]]]
+    comment: str
+    provenance: dict[str, dict[str, Any]] | None  # None: the HAR predates provenance records
+
+    @classmethod
+    def read(cls, path: Path) -> _Har:
+        from ..harvest.har import PROVENANCE
+
+        data = read_har(path)
+        log = data["log"]
+        records = log.get(PROVENANCE)
+        provenance: dict[str, dict[str, Any]] | None = None
+        if isinstance(records, list):
+            provenance = {}
+            for rec in records:  # newest first: the first record of a URL is the one that counts
+                if isinstance(rec, dict) and isinstance(rec.get("url"), str):
+                    provenance.setdefault(rec["url"], rec)
+        return cls(har_bodies(data), str(log.get("comment") or ""), provenance)
+
+    def cut_short(self, keys: list[str]) -> bool:
+        """Whether the HAR says the recording of one of these URLs was cut short (a browser crash)."""
+        return "incomplete:" in self.comment and any(k in self.comment.split() for k in keys)
+
+
+def _har(snap: Snapshot, report: VerifyReport, har: Path) -> None:
     from ..harvest.revalidate import load_fingerprints
 
     if not har.is_file():
         report.fail("har", f"no HAR at {har}")
         return
     try:
-        bodies = har_bodies(har)
-        comment = str(json.loads(har.read_text(encoding="utf-8")).get("log", {}).get("comment") or "")
+        read = _Har.read(har)
     except (OSError, ValueError) as exc:
         report.fail("har", f"cannot read {har}: {exc}")
         return
@@ -334,11 +406,12 @@ def _har(snap: Snapshot, report: VerifyReport, har: Path) -> None:
         fp = next((fingerprints[k] for k in keys if k in fingerprints), None)
         if fp is not None:
             keys = list(dict.fromkeys([str(fp.get("url") or final), *keys]))
-        responses = [r for k in keys for r in bodies.get(k.split("#", 1)[0], [])]
+        responses = [r for k in keys for r in read.bodies.get(k.split("#", 1)[0], [])]
+        _provenance(report, read, page, final, responses, harvested=any(k in harvested for k in keys))
         if not responses:
             if not any(k in harvested for k in keys):
                 report.warn("har", f"page {final} has no harvest event (added with add_page): not in the HAR")
-            elif "incomplete:" in comment and any(k in comment.split() for k in keys):
+            elif read.cut_short(keys):
                 report.warn("har", f"page {final} was read in a browser that crashed: the HAR says its "
                                    "recording is incomplete")
             else:
@@ -352,5 +425,36 @@ def _har(snap: Snapshot, report: VerifyReport, har: Path) -> None:
             matched += 1
         else:
             report.fail("har", f"page {final}: no response in the HAR hashes to its recorded fingerprint")
+    if read.provenance is None and snap.pages:
+        report.warn("provenance", "the HAR records no provenance (written before brt recorded it): the pages' "
+                                  "text, chunks and dates are checked against the snapshot alone")
     report.checked["har_pages"] = present
     report.checked["fingerprints"] = matched
+
+
+def _provenance(report: VerifyReport, har: _Har, page: dict[str, Any], final: str,
+                responses: list[tuple[int, str]], *, harvested: bool) -> None:
+    """The page as the snapshot records it against its provenance record in the HAR: the body the server sent
+    (present in the HAR), the text extracted from it, its chunks, title and dates."""
+    from ..harvest.har import sha256_hex
+
+    if har.provenance is None or not harvested:
+        return  # a HAR from before provenance records (warned once), or a page added with add_page (warned)
+    rec = har.provenance.get(final)
+    if rec is None:
+        if not har.cut_short([final, str(page.get("url") or final)]):
+            report.fail("provenance", f"page {final}: the HAR records no provenance for it")
+        return
+    report.checked["provenance"] = report.checked.get("provenance", 0) + 1
+    doc = rec.get("doc_sha256")
+    if doc and responses and not any(sha == doc for _, sha in responses):
+        report.fail("provenance", f"page {final}: the body its text was extracted from is not in the HAR")
+    if sha256_hex(str(page.get("text") or "").encode("utf-8")) != rec.get("text_sha256"):
+        report.fail("provenance", f"page {final}: its text is not the text brt extracted from what the server "
+                                  "sent")
+    if list(page.get("chunk_ids") or []) != list(rec.get("chunk_ids") or []):
+        report.fail("provenance", f"page {final}: its chunks are not the chunks brt stored for it")
+    for key in ("title", "last_updated", "last_updated_source"):
+        if page.get(key) != rec.get(key):
+            report.fail("provenance", f"page {final}: {key} {page.get(key)!r}, the HAR's record says "
+                                      f"{rec.get(key)!r}")

@@ -1,4 +1,4 @@
-"""Browser crashes during a harvest (issue 6, item 9), hooked into the Playwright reader's visits
+"""Browser crashes during a harvest, hooked into the Playwright reader's visits
 (``readers/playwright/reader.py``).
 
 A crashed or killed Chromium shows up as the Playwright browser's ``disconnected`` event and as errors such as

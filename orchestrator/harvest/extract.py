@@ -153,7 +153,7 @@ def select_region(html: str, selector: str) -> str | None:
         return "\n".join(tostring(node, encoding="unicode") for node in nodes)
 
 
-_SIMPLE_CSS_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9-]*|\*)?((?:[#.][A-Za-z0-9_-]+)*)$")
+_SIMPLE_CSS_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9-]*|\*)?((?:[#.][A-Za-z0-9_-]+)*)\Z")
 
 
 def _css_to_xpath(selector: str) -> str:

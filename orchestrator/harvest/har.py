@@ -1,7 +1,14 @@
 """Everything HAR: where a harvest records its browser contexts (one HAR per context), the placeholder that marks
 a recording a crash cut short (``log.comment`` starting ``incomplete:``), refused redirects added to a recording,
-the maps a replay routes by, the index of a replay HAR's bodies (for ``--refresh``), and the merge ``brt clean``
-writes beside the snapshot."""
+the maps a replay routes by, the index of a replay HAR's bodies (for ``--refresh``), the merge ``brt clean``
+writes beside the snapshot, and the provenance of each stored page.
+
+**Provenance** (``log._brt_provenance``, a HAR custom field): when a harvest ends, each page it stored gets one
+record in its HAR: the URL, the sha256 of the document body the server sent (the body is in the same HAR), the
+sha256 of the text brt extracted from it, the page's chunk ids (each the hash of its chunk's text), its title and
+its last-updated date. That is a hash chain body -> text -> chunks written beside what the server served, so
+``brt verify`` with the genuine HAR catches a snapshot whose text, chunks, dates or citations were edited and
+resealed (``audit/verify.py``)."""
 
 from __future__ import annotations
 
@@ -33,8 +40,11 @@ __all__ = [
     "har_path_for",
     "har_redirects",
     "har_urls",
+    "PROVENANCE",
+    "add_provenance",
     "mark_incomplete",
     "merge_hars",
+    "provenance_record",
     "sha256_hex",
 ]
 
@@ -97,13 +107,14 @@ def har_urls(har: Path) -> set[str]:
     return urls
 
 
-def har_redirects(har: Path) -> dict[str, str]:
-    """Request URL -> absolute redirect target for every 3xx entry of a HAR file."""
+def har_redirects(har: Path) -> dict[str, list[str]]:
+    """Request URL -> the absolute redirect targets of its 3xx entries in a HAR file (every one: when a URL has
+    several entries, Playwright's HAR router picks one by the request's headers)."""
     try:
         entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HarvestError(f"cannot read the replay HAR {har}: {exc}") from exc
-    redirects: dict[str, str] = {}
+    redirects: dict[str, list[str]] = {}
     for entry in entries:
         try:
             url = entry["request"]["url"]
@@ -122,9 +133,11 @@ def har_redirects(har: Path) -> dict[str, str]:
             None,
         )
         if location:
-            from .. import url_safety  # the browser's reading of the Location (issue 11)
+            from .. import url_safety  # the browser's reading of the Location
 
-            redirects[url] = url_safety.join(url, location) or location
+            target = url_safety.join(url, location) or location
+            if target not in redirects.setdefault(url, []):
+                redirects[url].append(target)
     return redirects
 
 
@@ -212,6 +225,7 @@ def merge_hars(hars: list[Path], dest: Path) -> Path | None:
     merged: dict[str, Any] | None = None
     entries: list[Any] = []
     pages: list[Any] = []
+    provenance: list[Any] = []
     comments: list[str] = []
     for har in reversed(hars):
         try:
@@ -224,25 +238,65 @@ def merge_hars(hars: list[Path], dest: Path) -> Path | None:
             merged = data
         entries.extend(body.get("entries", []))
         pages.extend(body.get("pages", []))
+        provenance.extend(body.get(PROVENANCE) or [])
         if body.get("comment"):
             comments.append(f"{har.name}: {body['comment']}")
     if merged is None:
         return None
     merged["log"]["entries"] = entries
     merged["log"]["pages"] = pages
+    if provenance:
+        merged["log"][PROVENANCE] = provenance  # newest harvest first, like the entries
     if comments:
         merged["log"]["comment"] = "\n".join(comments)
         incomplete = [c for c in comments if "incomplete:" in c]
         if incomplete:
             logger.warning("the merged HAR %s is incomplete: %s", dest, "; ".join(incomplete))
-    tmp = dest.with_suffix(".har.tmp")
-    tmp.write_text(json.dumps(merged), encoding="utf-8")
-    tmp.replace(dest)
+    from ..files import write_file
+
+    write_file(dest, json.dumps(merged))  # a link planted at dest is replaced, never followed
     return dest
 
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+#: The HAR ``log`` field that holds the provenance of the pages a harvest stored (see the module docstring).
+PROVENANCE = "_brt_provenance"
+
+
+def provenance_record(page: Any, event: dict[str, Any]) -> dict[str, Any]:
+    """The provenance of a stored page (a ``PageRecord``) and the harvest event that stored it."""
+    fingerprint = event.get("fingerprint") if isinstance(event.get("fingerprint"), dict) else {}
+    return {
+        "url": page.url,
+        "requested_url": event.get("url"),
+        "doc_sha256": fingerprint.get("doc"),
+        "text_sha256": sha256_hex(page.text.encode("utf-8")),
+        "chunk_ids": list(page.chunk_ids),
+        "title": page.title,
+        "last_updated": page.last_updated,
+        "last_updated_source": page.last_updated_source,
+        "stored_at": page.stored_at,
+    }
+
+
+def add_provenance(har_path: Path, records: list[dict[str, Any]]) -> None:
+    """Add ``records`` (see :func:`provenance_record`) to the HAR's ``log._brt_provenance``. A HAR that cannot be
+    read or written is logged and left as it is (``verify`` then says the pages have no provenance)."""
+    if not records:
+        return
+    path = Path(har_path)
+    try:
+        har = json.loads(path.read_text(encoding="utf-8"))
+        log = har["log"]
+        log[PROVENANCE] = [*records, *(log.get(PROVENANCE) or [])]
+        tmp = path.with_suffix(".har.tmp")
+        tmp.write_text(json.dumps(har), encoding="utf-8")
+        tmp.replace(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        logger.warning("cannot record the stored pages' provenance in %s: %s", path, exc)
 
 
 def fingerprint_headers(headers: dict[str, str]) -> dict[str, str]:

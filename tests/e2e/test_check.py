@@ -288,6 +288,9 @@ def test_mcp_check_report_resources_synthesize_and_restore_report(research: Rese
     from tests.e2e.test_mcp import doc_of, error_text, server_params
     from tests.unit.test_mcp_quoting import INJECTION, assert_quoted
 
+    def unquoted(text: str) -> str:  # one plain token stays bare; anything else is one complete quote
+        return assert_quoted(text) if text.startswith("<<<") else text
+
     clean, _ = research.report("mcp-clean")
     cli_doc = check(clean, "--charter", research.charter)[1]
     hostile, where = research.report("mcp-hostile", {
@@ -330,15 +333,24 @@ def test_mcp_check_report_resources_synthesize_and_restore_report(research: Rese
                     assert set(uris) <= set(listed) and listed[uris[0]].mime_type == "application/json"
                     for uri, section in zip(uris, sections, strict=True):
                         read = json.loads((await s.read_resource(uri)).contents[0].text)
-                        assert read["title"] == section["title"] and len(read["blocks"]) == len(section["blocks"])
+                        # built by untrusted.agent_document like every tool's result: a title of more than one
+                        # plain token comes back quoted, as in the synthesize tool's result
+                        assert unquoted(read["title"]) == section["title"]
+                        assert len(read["blocks"]) == len(section["blocks"])
                         for mine, theirs in zip(read["blocks"], section["blocks"], strict=True):
                             assert assert_quoted(mine["quote"]) == theirs["quote"] and mine["citation"]
                     with pytest.raises(Exception, match="sections 1 to"):
                         await s.read_resource("brt://charters/check_site/sections/9")
+                    with pytest.raises(Exception, match="at most 4096"):  # bounded like a tool's argument
+                        await s.read_resource("brt://charters/check_site/sections/" + "1" * 5000)
+                    with pytest.raises(Exception, match="no such resource"):
+                        await s.read_resource("brt://charters/check_site/sections/" + "9" * 40)
 
                     # synthesize: acceptance verdicts, conflicts and agreements, page text quoted
                     synth = doc_of(await s.call_tool("synthesize", {"charter_path": str(research.charter)}))
-                    assert [v["criterion"] for v in synth["acceptance"]] == [
+                    # the charter's criteria come back quoted (untrusted.agent_document quotes every string
+                    # brt does not vouch for)
+                    assert [assert_quoted(v["criterion"]) for v in synth["acceptance"]] == [
                         "The ferry crossing time is cited", "The price of bitcoin is cited"]
                     assert synth["acceptance_summary"] == research.synthesis["acceptance_summary"]
                     assert synth["conflicts"], "the notice page states 55 minutes, the ferry page 45"

@@ -113,6 +113,64 @@ class HostsSite:
         stop_server(self.server, None)
 
 
+#: status, body, content type, extra headers
+_Reply = tuple[int, bytes, str, dict[str, str]]
+_NOT_FOUND: _Reply = (404, b"<html><body>not found</body></html>", "text/html", {})
+
+
+def _article(s: HostsSite, k: int, path: str) -> _Reply | None:
+    """Article ``/p/<i>.html`` when host ``k`` serves it (after ``delay_s``)."""
+    try:
+        i = int(path[3:-5])
+    except ValueError:
+        return None
+    if not (0 <= i < s.pages and i % s.hosts == k):
+        return None
+    if s.delay_s:
+        time.sleep(s.delay_s)
+    links = [s.article_url((i + 1) % s.pages), s.url(k, "hub.html")]
+    return 200, _page(f"Pier {i}", article_text(i), links), "text/html", {}
+
+
+def _hub(s: HostsSite, k: int) -> _Reply:
+    mine = [s.url(k, f"p/{i}.html") for i in range(s.pages) if i % s.hosts == k]
+    extra = {0: ["moved.html"], 1: ["private/secret.html"], 2: ["missing.html"], 3: ["picture.png"]}
+    links = mine + [s.url(k, e) for e in extra.get(k, [])]
+    text = [f"Quay {k} of the harbour has {len(mine)} piers; each has a page of its own below."]
+    return 200, _page(f"Quay {k}", text, links), "text/html", {}
+
+
+def _special(s: HostsSite, k: int, path: str) -> _Reply | None:
+    """The seed, robots.txt and the special pages of the layout above, or None."""
+    if path == "/robots.txt":
+        if k == 1:
+            return 200, b"User-agent: *\nDisallow: /private/\n", "text/plain", {}
+        return 404, b"", "text/plain", {}
+    if path == "/index.html" and k == 0:
+        links = [s.url(j, "hub.html") for j in range(s.hosts)]
+        text = ["The harbour guide lists every pier, by quay, with its history and its light."]
+        return 200, _page("Harbour guide", text, links), "text/html", {}
+    if path == "/moved.html" and k == 0:
+        return 301, b"", "text/html", {"Location": s.url(0, "p/0.html")}
+    if path == "/picture.png":
+        return 200, _PNG, "image/png", {}
+    if path == "/private/secret.html" and k == 1:
+        return 200, _page("Secret", ["Never to be read."], []), "text/html", {}
+    return None
+
+
+def _reply(s: HostsSite, name: str, path: str) -> _Reply:
+    """What the site answers for ``path`` on host ``name``."""
+    k = next((j for j in range(s.hosts) if host(j) == name), None)
+    if k is None:
+        return 404, b"unknown host", "text/plain", {}
+    if path == "/hub.html":
+        return _hub(s, k)
+    if path.startswith("/p/") and path.endswith(".html"):
+        return _article(s, k, path) or _NOT_FOUND
+    return _special(s, k, path) or _NOT_FOUND
+
+
 def start_hosts_site(pages: int = 60, hosts: int = 4, delay_s: float = 0.0) -> HostsSite:
     """Serve the site (``hosts`` >= 4 for every special page); stop it with ``site.stop()``."""
     site: dict[str, HostsSite] = {}
@@ -129,46 +187,11 @@ def start_hosts_site(pages: int = 60, hosts: int = 4, delay_s: float = 0.0) -> H
             path = self.path.split("?")[0]
             with s.lock:
                 s.log.append((name, path))
-            k = next((j for j in range(s.hosts) if host(j) == name), None)
-            if k is None:
-                return self._send(404, b"unknown host", "text/plain")
-            if path == "/robots.txt":
-                if k == 1:
-                    return self._send(200, b"User-agent: *\nDisallow: /private/\n", "text/plain")
-                return self._send(404, b"", "text/plain")
-            if path == "/index.html" and k == 0:
-                links = [s.url(j, "hub.html") for j in range(s.hosts)]
-                text = ["The harbour guide lists every pier, by quay, with its history and its light."]
-                return self._send(200, _page("Harbour guide", text, links), "text/html")
-            if path == "/hub.html":
-                mine = [s.url(k, f"p/{i}.html") for i in range(s.pages) if i % s.hosts == k]
-                extra = {0: ["moved.html"], 1: ["private/secret.html"], 2: ["missing.html"], 3: ["picture.png"]}
-                links = mine + [s.url(k, e) for e in extra.get(k, [])]
-                text = [f"Quay {k} of the harbour has {len(mine)} piers; each has a page of its own below."]
-                return self._send(200, _page(f"Quay {k}", text, links), "text/html")
-            if path.startswith("/p/") and path.endswith(".html"):
-                try:
-                    i = int(path[3:-5])
-                except ValueError:
-                    i = -1
-                if 0 <= i < s.pages and i % s.hosts == k:
-                    if s.delay_s:
-                        time.sleep(s.delay_s)
-                    links = [s.article_url((i + 1) % s.pages), s.url(k, "hub.html")]
-                    return self._send(200, _page(f"Pier {i}", article_text(i), links), "text/html")
-            if path == "/moved.html" and k == 0:
-                return self._send(301, b"", "text/html", {"Location": s.url(0, "p/0.html")})
-            if path == "/picture.png":
-                return self._send(200, _PNG, "image/png")
-            if path == "/private/secret.html" and k == 1:
-                return self._send(200, _page("Secret", ["Never to be read."], []), "text/html")
-            return self._send(404, b"<html><body>not found</body></html>", "text/html")
-
-        def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+            status, body, ctype, headers = _reply(s, name, path)
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
-            for key, value in (headers or {}).items():
+            for key, value in headers.items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(body)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -147,192 +148,232 @@ class BadServer:
         stop_server(self.server, self._thread)
 
 
-def _handler(ref: dict[str, BadServer]) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"
+def _index_links(port: int) -> tuple[str, ...]:
+    return (
+        "p.html?b=2&a=1",
+        "p.html?a=1&b=2#section",
+        f"HTTP://127.0.0.1:{port}/p.html?a=1&b=2",
+        "flaky500",
+        "always503",
+        "e404",
+        "e403",
+        "reset",
+        "redirect-file",
+        "redirect-data",
+        "redirect-ftp",
+        "redirect-js",
+        "redirect-evil",
+        "doc.pdf",
+        "bin.zip",
+        "private/secret.html",
+        "file:///etc/passwd",
+        "data:text/html,<p>data</p>",
+        f"ftp://127.0.0.1:{port}/file.txt",
+        "javascript:alert(1)",
+        f"http://evil.test:{port}/secret.html",
+        f"http://test.evil.net:{port}/offsite.html",
+        f"http://nottest:{port}/offsite.html",
+    )
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+
+def _redirects(port: int) -> dict[str, str]:
+    return {
+        "/redirect-file": "file:///etc/passwd",
+        "/redirect-data": "data:text/html,<p>data</p>",
+        "/redirect-ftp": f"ftp://127.0.0.1:{port}/file.txt",
+        "/redirect-js": "javascript:alert(1)",
+        "/redirect-evil": f"http://evil.test:{port}/secret.html",
+        "/redirect-ok": "/redirect-evil",  # an allowed hop first, then the internal one
+    }
+
+
+#: Fixed answers by path: status, body, content type, extra headers.
+_FIXED: dict[str, tuple[int, bytes, str, dict[str, str]]] = {
+    "/p.html": (200, html_page("Query page", LONG.format(name="query")), "text/html", {}),
+    "/always503": (503, b"<h1>busy</h1>", "text/html", {"Retry-After": "1"}),
+    "/e404": (404, b"<h1>missing</h1>", "text/html", {}),
+    "/e403": (403, b"<h1>forbidden</h1>", "text/html", {}),
+    "/doc.pdf": (200, make_pdf([PDF_PAGE_1, PDF_PAGE_2]), "application/pdf", {}),
+    "/bin.zip": (200, b"PK\x03\x04" + b"\0" * 100, "application/zip", {}),
+    **{
+        secret: (200, html_page("Secret", "Internal text that must never be stored."), "text/html", {})
+        for secret in ("/secret.html", "/private/secret.html", "/offsite.html")
+    },
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """The site's request handler; ``ref["srv"]`` is the ``BadServer`` it answers for."""
+
+    protocol_version = "HTTP/1.0"
+    ref: dict[str, BadServer] = {}
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        srv = self.ref["srv"]
+        full = self.path
+        path = full.split("?", 1)[0]
+        with srv.lock:
+            srv.log.append((time.monotonic(), self.headers.get("Host", ""), full))
+            srv.counters[path] = srv.counters.get(path, 0) + 1
+            count = srv.counters[path]
+        redirects = _redirects(srv.port)
+        if path == "/robots.txt":
+            if srv.robots is None:
+                return self._send(404, b"no", "text/plain")
+            return self._send(200, srv.robots.encode(), "text/plain")
+        if path in ("/", "/index.html"):
+            extra = f'<img src="http://evil.test:{srv.port}/pixel.png" alt="">'
+            page = html_page("Index", LONG.format(name="index"), _index_links(srv.port), extra)
+            return self._send(200, page, "text/html")
+        if path.startswith("/page/") and path.endswith(".html"):
+            return self._numbered_page(srv, path, count)
+        if path == "/flaky500":
+            if count <= 2:
+                return self._send(500, b"<h1>oops</h1>", "text/html")
+            return self._send(200, html_page("Flaky", LONG.format(name="flaky")), "text/html")
+        if path == "/reset":
+            return self._reset()
+        if path in redirects:
+            return self._send(302, b"", "text/html", {"Location": redirects[path]})
+        if path in _LIMIT_PATHS:
+            return self._limits(srv, path)
+        return self._send(*_FIXED.get(path, (404, b"<h1>missing</h1>", "text/html", {})))
+
+    def _reset(self) -> None:
+        """Close the connection without an answer (a network error)."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(2)
+        except OSError:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802, C901
-            srv = ref["srv"]
-            full = self.path
-            path = full.split("?", 1)[0]
-            with srv.lock:
-                srv.log.append((time.monotonic(), self.headers.get("Host", ""), full))
-                srv.counters[path] = srv.counters.get(path, 0) + 1
-                count = srv.counters[path]
-
-            if path == "/robots.txt":
-                if srv.robots is None:
-                    return self._send(404, b"no", "text/plain")
-                return self._send(200, srv.robots.encode(), "text/plain")
-            if path in ("/", "/index.html"):
-                links = (
-                    "p.html?b=2&a=1",
-                    "p.html?a=1&b=2#section",
-                    f"HTTP://127.0.0.1:{srv.port}/p.html?a=1&b=2",
-                    "flaky500",
-                    "always503",
-                    "e404",
-                    "e403",
-                    "reset",
-                    "redirect-file",
-                    "redirect-data",
-                    "redirect-ftp",
-                    "redirect-js",
-                    "redirect-evil",
-                    "doc.pdf",
-                    "bin.zip",
-                    "private/secret.html",
-                    "file:///etc/passwd",
-                    "data:text/html,<p>data</p>",
-                    f"ftp://127.0.0.1:{srv.port}/file.txt",
-                    "javascript:alert(1)",
-                    f"http://evil.test:{srv.port}/secret.html",
-                    f"http://test.evil.net:{srv.port}/offsite.html",
-                    f"http://nottest:{srv.port}/offsite.html",
-                )
-                extra = f'<img src="http://evil.test:{srv.port}/pixel.png" alt="">'
-                return self._send(200, html_page("Index", LONG.format(name="index"), links, extra), "text/html")
-            if path == "/p.html":
-                return self._send(200, html_page("Query page", LONG.format(name="query")), "text/html")
-            if path.startswith("/page/") and path.endswith(".html"):
-                try:
-                    n = int(path[len("/page/") : -len(".html")])
-                except ValueError:
-                    return self._send(404, b"no", "text/html")
-                if srv.bad_every and n % srv.bad_every == srv.bad_every - 1:
-                    mode = (n // srv.bad_every) % 5
-                    if mode == 0 and count == 1:
-                        return self._send(503, b"busy", "text/html", {"Retry-After": "1"})
-                    if mode == 1:
-                        return self._send(500, b"broken", "text/html")
-                    if mode == 2:
-                        return self._send(404, b"gone", "text/html")
-                    if mode == 3 and count == 1:
-                        self.close_connection = True
-                        try:
-                            self.connection.shutdown(2)
-                        except OSError:
-                            pass
-                        return None
-                    if mode == 4:
-                        time.sleep(2.0)
-                with srv.lock:
-                    srv.inflight += 1
-                    srv.peak_inflight = max(srv.peak_inflight, srv.inflight)
-                try:
-                    if srv.page_delay_s:
-                        time.sleep(srv.page_delay_s)
-                finally:
-                    with srv.lock:
-                        srv.inflight -= 1
-                kids = tuple(
-                    f"/page/{k}.html"
-                    for k in range(n * srv.fanout + 1, n * srv.fanout + srv.fanout + 1)
-                    if k < srv.pages
-                )
-                body = LONG.format(name=f"number {n}") + f"Unique fact {n}: the buoy {n} is painted in colour {n * 7}."
-                return self._send(200, html_page(f"Page {n}", body, kids), "text/html")
-            if path == "/flaky500":
-                if count <= 2:
-                    return self._send(500, b"<h1>oops</h1>", "text/html")
-                return self._send(200, html_page("Flaky", LONG.format(name="flaky")), "text/html")
-            if path == "/always503":
-                return self._send(503, b"<h1>busy</h1>", "text/html", {"Retry-After": "1"})
-            if path == "/e404":
-                return self._send(404, b"<h1>missing</h1>", "text/html")
-            if path == "/e403":
-                return self._send(403, b"<h1>forbidden</h1>", "text/html")
-            if path == "/reset":
-                self.close_connection = True
-                try:
-                    self.connection.shutdown(2)
-                except OSError:
-                    pass
-                return None
-            redirects = {
-                "/redirect-file": "file:///etc/passwd",
-                "/redirect-data": "data:text/html,<p>data</p>",
-                "/redirect-ftp": f"ftp://127.0.0.1:{srv.port}/file.txt",
-                "/redirect-js": "javascript:alert(1)",
-                "/redirect-evil": f"http://evil.test:{srv.port}/secret.html",
-                "/redirect-ok": "/redirect-evil",  # an allowed hop first, then the internal one
-            }
-            if path in redirects:
-                return self._send(302, b"", "text/html", {"Location": redirects[path]})
-            if path == "/doc.pdf":
-                return self._send(200, make_pdf([PDF_PAGE_1, PDF_PAGE_2]), "application/pdf")
-            if path == "/bin.zip":
-                return self._send(200, b"PK\x03\x04" + b"\0" * 100, "application/zip")
-            if path in _LIMIT_PATHS:
-                return self._limits(srv, path)
-            if path in ("/secret.html", "/private/secret.html", "/offsite.html"):
-                return self._send(200, html_page("Secret", "Internal text that must never be stored."), "text/html")
-            return self._send(404, b"<h1>missing</h1>", "text/html")
-
-        def _limits(self, srv: BadServer, path: str) -> None:
-            """Servers that never answer, trickle, never end, send too much, or send a gzip bomb. Each gives up
-            after 60 s, or as soon as the client goes away."""
-            until = time.monotonic() + 60
-
-            def alive() -> bool:
-                return time.monotonic() < until and not srv.stopping.is_set()
-
-            def write(data: bytes) -> bool:
-                try:
-                    self.wfile.write(data)
-                    self.wfile.flush()
-                except OSError:
-                    return False
-                with srv.lock:
-                    srv.sent[path] = srv.sent.get(path, 0) + len(data)
-                return True
-
-            if path == "/never-answers":
-                while alive():
-                    time.sleep(0.1)
-                return None
-            if path == "/huge":
-                return self._send(200, b"<html><body><p>" + b"x" * 5_000_000 + b"</p></body></html>", "text/html")
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            if path == "/bomb":
-                self.send_header("Content-Encoding", "gzip")
-                self.send_header("Content-Length", str(len(GZIP_BOMB)))
-            self.end_headers()  # HTTP/1.0 and no length: the body ends when the connection closes
-            if path == "/bomb":
-                write(GZIP_BOMB)
-            elif path == "/huge-stream":
-                for _ in range(1600):  # 100 MB, no Content-Length to judge it by
-                    if not write(b"<p>" + b"y" * 65_530 + b"</p>"):
-                        break
-            elif path == "/trickle":
-                for byte in b"<html><body><p>Slowly, one byte at a time.</p></body></html>":
-                    if not alive() or not write(bytes([byte])):
-                        break
-                    time.sleep(1.0)
-            elif path == "/never-ending":
-                write(html_page("Live blog", NEVER_ENDING_TEXT).replace(b"</body></html>", b""))
-                while alive() and write(b"<!-- still here -->\n"):
-                    time.sleep(0.2)
+    def _numbered_page(self, srv: BadServer, path: str, count: int) -> None:
+        try:
+            n = int(path[len("/page/") : -len(".html")])
+        except ValueError:
+            return self._send(404, b"no", "text/html")
+        if srv.bad_every and n % srv.bad_every == srv.bad_every - 1 and self._misbehave(n // srv.bad_every % 5, count):
             return None
+        with srv.lock:
+            srv.inflight += 1
+            srv.peak_inflight = max(srv.peak_inflight, srv.inflight)
+        try:
+            if srv.page_delay_s:
+                time.sleep(srv.page_delay_s)
+        finally:
+            with srv.lock:
+                srv.inflight -= 1
+        kids = tuple(
+            f"/page/{k}.html" for k in range(n * srv.fanout + 1, n * srv.fanout + srv.fanout + 1) if k < srv.pages
+        )
+        body = LONG.format(name=f"number {n}") + f"Unique fact {n}: the buoy {n} is painted in colour {n * 7}."
+        return self._send(200, html_page(f"Page {n}", body, kids), "text/html")
 
-        def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
+    def _misbehave(self, mode: int, count: int) -> bool:
+        """A bad page's way of misbehaving (503 then OK, 500, 404, reset once, slow 2 s); True when it answered
+        (or hung up) instead of the page."""
+        if mode == 0 and count == 1:
+            self._send(503, b"busy", "text/html", {"Retry-After": "1"})
+        elif mode == 1:
+            self._send(500, b"broken", "text/html")
+        elif mode == 2:
+            self._send(404, b"gone", "text/html")
+        elif mode == 3 and count == 1:
+            self._reset()
+        else:
+            if mode == 4:
+                time.sleep(2.0)
+            return False
+        return True
+
+    def _limits(self, srv: BadServer, path: str) -> None:
+        """Servers that never answer, trickle, never end, send too much, or send a gzip bomb. Each gives up
+        after 60 s, or as soon as the client goes away."""
+        until = time.monotonic() + 60
+
+        def alive() -> bool:
+            return time.monotonic() < until and not srv.stopping.is_set()
+
+        def write(data: bytes) -> bool:
             try:
-                self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+                self.wfile.write(data)
+                self.wfile.flush()
+            except OSError:
+                return False
+            with srv.lock:
+                srv.sent[path] = srv.sent.get(path, 0) + len(data)
+            return True
 
-    return Handler
+        if path == "/never-answers":
+            while alive():
+                time.sleep(0.1)
+            return None
+        if path == "/huge":
+            return self._send(200, b"<html><body><p>" + b"x" * 5_000_000 + b"</p></body></html>", "text/html")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        if path == "/bomb":
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(GZIP_BOMB)))
+        self.end_headers()  # HTTP/1.0 and no length: the body ends when the connection closes
+        _STREAMS[path](write, alive)
+        return None
+
+    def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+_Write = Callable[[bytes], bool]
+_Alive = Callable[[], bool]
+
+
+def _stream_bomb(write: _Write, alive: _Alive) -> None:
+    write(GZIP_BOMB)
+
+
+def _stream_huge(write: _Write, alive: _Alive) -> None:
+    for _ in range(1600):  # 100 MB, no Content-Length to judge it by
+        if not write(b"<p>" + b"y" * 65_530 + b"</p>"):
+            break
+
+
+def _stream_trickle(write: _Write, alive: _Alive) -> None:
+    for byte in b"<html><body><p>Slowly, one byte at a time.</p></body></html>":
+        if not alive() or not write(bytes([byte])):
+            break
+        time.sleep(1.0)
+
+
+def _stream_never_ending(write: _Write, alive: _Alive) -> None:
+    write(html_page("Live blog", NEVER_ENDING_TEXT).replace(b"</body></html>", b""))
+    while alive() and write(b"<!-- still here -->\n"):
+        time.sleep(0.2)
+
+
+#: The bodies of the limit endpoints that answer with headers first (``write`` returns False once the client left).
+_STREAMS: dict[str, Callable[[_Write, _Alive], None]] = {
+    "/bomb": _stream_bomb,
+    "/huge-stream": _stream_huge,
+    "/trickle": _stream_trickle,
+    "/never-ending": _stream_never_ending,
+}
+
+
+def _handler(ref: dict[str, BadServer]) -> type[BaseHTTPRequestHandler]:
+    return type("Handler", (_Handler,), {"ref": ref})
 
 
 def start_badserver(**options: Any) -> BadServer:

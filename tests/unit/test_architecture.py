@@ -1,12 +1,19 @@
-"""The code's shape, checked on every run (issue 12): no import cycle between project modules (function-local and
-type-checking imports count), no private name imported from another module, and the
-layering ``orchestrator -> concept_index -> memory_store`` (never back). Pure AST: nothing is imported."""
+"""The code's shape, checked on every run: no import cycle between project modules (function-local and
+type-checking imports count), no private name imported from another module, the layering
+``orchestrator -> concept_index -> memory_store`` (never back), ``BRT_*`` variables read in one module only, and no
+function more complex than McCabe 15 (ruff's C901) outside a short allow-list. Pure AST and ruff: nothing of the
+project is imported."""
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("orchestrator", "memory_store", "concept_index")
@@ -223,3 +230,129 @@ def test_the_checks_see_the_project():
     # a cycle and a private import are found when present
     assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b"]]
     assert _private("_x") and not _private("__version__")
+
+
+# -- settings: the environment is read in one place ------------------------------------------------------------
+
+#: The one module that reads ``BRT_*`` variables.
+SETTINGS_MODULE = "memory_store.settings"
+
+
+def _brt_constants(tree: ast.AST) -> dict[str, str]:
+    """Module-level names bound to a ``"BRT_..."`` string."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and node.value.value.startswith("BRT_"):
+                    out[target.id] = node.value.value
+    return out
+
+
+def _is_environ(node: ast.AST) -> bool:
+    """``os.environ`` or a bare ``environ``."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "environ"
+    return isinstance(node, ast.Name) and node.id == "environ"
+
+
+def environment_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, variable) of every read of a ``BRT_*`` variable: ``os.environ.get(...)``, ``os.getenv(...)``,
+    ``os.environ[...]`` with the name as a literal or a module constant."""
+    constants = _brt_constants(tree)
+
+    def brt_name(arg: ast.AST) -> str | None:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("BRT_"):
+            return arg.value
+        if isinstance(arg, ast.Name):
+            return constants.get(arg.id)
+        return None
+
+    reads = []
+    for node in ast.walk(tree):
+        key = None
+        if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute):
+            func = node.func
+            if (func.attr == "get" and _is_environ(func.value)) or func.attr == "getenv":
+                key = node.args[0]
+        elif isinstance(node, ast.Subscript) and _is_environ(node.value) and isinstance(node.ctx, ast.Load):
+            key = node.slice
+        name = brt_name(key) if key is not None else None
+        if name:
+            reads.append((node.lineno, name))
+    return reads
+
+
+def test_brt_variables_are_read_only_by_the_settings_module():
+    bad = []
+    seen_in_settings = False
+    for name, path in project_files().items():
+        reads = environment_reads(ast.parse(path.read_text(encoding="utf-8")))
+        if name == SETTINGS_MODULE:
+            seen_in_settings = True
+            continue
+        bad += [f"{name}:{line} reads {var}" for line, var in reads]
+    assert seen_in_settings and not bad, "read BRT_* variables through memory_store.settings:\n" + "\n".join(bad)
+
+
+def test_environment_reads_are_found():
+    tree = ast.parse(
+        "import os\nENV = 'BRT_X'\na = os.environ.get('BRT_HOME')\nb = os.getenv(ENV)\nc = os.environ['BRT_Y']\n"
+        "d = os.environ.get('HOME')\n"
+    )
+    assert [v for _, v in environment_reads(tree)] == ["BRT_HOME", "BRT_X", "BRT_Y"]
+
+
+# -- complexity -------------------------------------------------------------------------------------------------
+
+MAX_COMPLEXITY = 15
+#: Folders whose functions the rule covers.
+CHECKED = ("orchestrator", "memory_store", "concept_index", "tests", "bench", "scripts")
+#: Functions above the limit that are being rewritten elsewhere: ``path::function``. Nothing may be added.
+COMPLEXITY_ALLOWED = frozenset(
+    {
+        "orchestrator/quotes.py::choose_span",
+        "orchestrator/answer_types.py::expected_type",
+    }
+)
+
+
+def too_complex(paths: list[Path], limit: int = MAX_COMPLEXITY) -> list[str]:
+    """``path::function (complexity)`` of every function above ``limit``, as ruff's C901 computes it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "C901", "--config",
+         f"lint.mccabe.max-complexity={limit}", "--output-format", "json", "--exit-zero", *map(str, paths)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = []
+    for item in json.loads(proc.stdout):
+        file = Path(item["filename"]).resolve()
+        rel = file.relative_to(ROOT).as_posix() if file.is_relative_to(ROOT) else file.name
+        # "`name` is too complex (21 > 15)"
+        function = item["message"].split("`")[1]
+        out.append(f"{rel}::{function} {item['message'].rsplit('(', 1)[1].rstrip(')')}")
+    return sorted(out)
+
+
+def _ruff_available() -> bool:
+    return subprocess.run([sys.executable, "-m", "ruff", "--version"], capture_output=True).returncode == 0
+
+
+needs_ruff = pytest.mark.skipif(not _ruff_available(), reason="ruff is not installed (pip install -e '.[test]')")
+
+
+@needs_ruff
+def test_no_function_above_mccabe_15():
+    found = too_complex([ROOT / folder for folder in CHECKED if (ROOT / folder).is_dir()])
+    bad = [f for f in found if f.split(" ")[0] not in COMPLEXITY_ALLOWED]
+    assert not bad, f"functions above McCabe {MAX_COMPLEXITY} (split them up):\n" + "\n".join(bad)
+
+
+@needs_ruff
+def test_the_complexity_rule_sees_a_complex_function(tmp_path):
+    branches = "\n".join(f"    if x == {i}:\n        return {i}" for i in range(MAX_COMPLEXITY))
+    sample = tmp_path / "sample.py"
+    sample.write_text(f"def tangled(x):\n{branches}\n    return -1\n\n\ndef plain(x):\n    return x\n")
+    found = too_complex([sample])
+    assert len(found) == 1 and "::tangled" in found[0] and found[0].endswith(f"{MAX_COMPLEXITY + 1} > 15")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import shutil
 import tempfile
 import time
@@ -27,6 +26,8 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from memory_store.settings import settings
 
 from ....errors import DevtoolsMcpError, DevtoolsMcpNotFound, first_line
 from ... import launch
@@ -68,7 +69,7 @@ def find_devtools_mcp() -> list[str]:
     current folder's), a ``chrome-devtools-mcp`` on PATH, else ``npx --no-install``. Raises
     DevtoolsMcpNotFound saying how to install what is missing."""
     node = shutil.which("node")
-    env = os.environ.get("BRT_DEVTOOLS_MCP")
+    env = settings().devtools_mcp
     if env:
         path = Path(env).expanduser()
         if path.suffix in (".js", ".mjs", ".cjs"):
@@ -151,8 +152,10 @@ class DevtoolsMcpBrowser:
         timeout_s: float = 30.0,
         command: list[str] | None = None,
         javascript: bool = True,
+        chrome_args: list[str] | None = None,
     ):
         self.allowed_domains = allowed_domains
+        self.chrome_args = list(chrome_args or [])  # more Chromium flags (the egress proxy's: net/proxy.py)
         self.executable = executable
         self.timeout_s = timeout_s
         self.command = command
@@ -167,7 +170,7 @@ class DevtoolsMcpBrowser:
     def args(self, *, restrict: bool = True) -> list[str]:
         executable = self.executable or launch.find_browser()
         args = ["--headless", "--isolated", "--executablePath", executable]
-        args += [f"--chromeArg={flag}" for flag in launch.LAUNCH_ARGS]
+        args += [f"--chromeArg={flag}" for flag in [*launch.LAUNCH_ARGS, *self.chrome_args]]
         if not self.javascript:
             args.append("--chromeArg=--blink-settings=scriptEnabled=false")
         args += ["--no-usage-statistics", "--no-performance-crux"]

@@ -28,8 +28,10 @@ from ....errors import (
     error_kind,
     first_line,
 )
-from ...models import HTML_TYPES, HarvestEvent, HarvestReport
+from ... import launch
+from ...models import HTML_TYPES, Egress, HarvestEvent, HarvestReport
 from ...net.guard import NetGuard, resolver_rules_from_env
+from ...net.proxy import EgressProxy, GuardPolicy
 from ...net.urls import canonical_url
 from ...reader import CrawlHost
 from .client import ROBOTS_JS, DevtoolsMcpBrowser, find_devtools_mcp, read_js
@@ -49,6 +51,7 @@ class DevtoolsReader:
         self.host: CrawlHost = None  # type: ignore[assignment]  # set by open()
         self.browser: DevtoolsMcpBrowser | None = None
         self.guard: NetGuard | None = None
+        self.proxy: EgressProxy | None = None
 
     def prepare(self, report: HarvestReport) -> None:
         self.command = find_devtools_mcp()  # missing node or package: stop before anything is recorded
@@ -57,15 +60,19 @@ class DevtoolsReader:
     @asynccontextmanager
     async def open(self, host: CrawlHost) -> AsyncIterator[None]:
         self.host = host
-        async with DevtoolsMcpBrowser(
-            host.charter.allowed_domains,
-            timeout_s=float(host.settings.timeout_s),
-            javascript=host.settings.javascript,
-            command=self.command,
-        ) as browser:
-            self.browser = browser
-            self.guard = _make_guard(host.charter.allowed_domains)
-            yield
+        self.guard = NetGuard(host.charter.allowed_domains, resolver_rules=resolver_rules_from_env())
+        # the browser chrome-devtools-mcp launches sends every connection through brt's egress proxy
+        async with EgressProxy(GuardPolicy(host.charter.allows, self.guard)) as proxy:
+            self.proxy = proxy
+            async with DevtoolsMcpBrowser(
+                host.charter.allowed_domains,
+                timeout_s=float(host.settings.timeout_s),
+                javascript=host.settings.javascript,
+                command=self.command,
+                chrome_args=launch.egress_args(proxy.url),
+            ) as browser:
+                self.browser = browser
+                yield
 
     def slots(self) -> list[Any]:
         return [None]  # one page at a time
@@ -75,7 +82,9 @@ class DevtoolsReader:
         return None
 
     def finish_report(self, report: HarvestReport) -> None:
-        pass
+        if self.proxy is not None:
+            report.egress = Egress(enforced=True, by="proxy")
+            report.egress.add_refused([f"{r.target}: {r.reason}" for r in self.proxy.refused])
 
     async def visit(self, event: HarvestEvent, slot: Any) -> tuple[list[str], bool, Any]:
         """One URL: politeness slot per host and retries, as on the Playwright path."""
@@ -211,12 +220,3 @@ class DevtoolsReader:
             return body
 
         return fetch
-
-
-def _make_guard(allowed_domains: list[str]) -> NetGuard | None:
-    """The SSRF guard of the Playwright path (advisory here: chrome-devtools-mcp's browser connects itself)."""
-    try:
-        return NetGuard(allowed_domains, resolver_rules=resolver_rules_from_env())
-    except Exception as exc:
-        logger.debug("no net guard: %s", exc)
-        return None

@@ -1,6 +1,7 @@
 """The Playwright reader: pages read in tabs of one headless Chromium (``browser.py``), every request checked by
 the allowlist and SSRF guard, documents fetched by brt itself, everything recorded as HAR (or served from a
-replay HAR). A crashed browser is relaunched (``crash.py``) and the pages in flight tried once more; with
+replay HAR). A page is read from its serialised DOM, within its deadline, and cited under the URL it was served
+from (``bounds.py``). A crashed browser is relaunched (``crash.py``) and the pages in flight tried once more; with
 ``--refresh`` a stored page whose inputs are unchanged is not rendered again (``revalidate.py``)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -25,15 +27,17 @@ from ....errors import (
     first_line,
 )
 from ...crash import BROWSER_CRASHED, PAGE_CRASHED, BrowserWatch, crashed_attempt
+from ...detached import detached
 from ...extract import select_region
 from ...har import har_path_for, sha256_hex
-from ...models import HTML_TYPES, HarvestEvent, HarvestReport, media_type
+from ...models import HTML_TYPES, Egress, HarvestEvent, HarvestReport, media_type
 from ...net.guard import is_guard_reason
 from ...net.politeness import retry_after
 from ...net.urls import canonical_url
 from ...pdf import fetch_pdf, is_pdf_candidate
 from ...reading import decode_html
 from ...revalidate import DependencyWatch, Revalidator, fingerprint
+from .bounds import DocumentWatch, close_page, links_in, read_dom, read_links
 from .browser import BrowserSession, open_browser
 from .routes import goto_checked
 
@@ -45,6 +49,24 @@ if TYPE_CHECKING:
 __all__ = ["PlaywrightReader", "count_aborted", "links_in"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Loaded:
+    """What brt's navigation loaded: the response it returned, brt's own fetch of the document (live), the URL
+    the page is cited under (the served document's), the base for its links, the HTML when the page is kept as
+    loaded, and the served document's status and headers."""
+
+    response: Response | None
+    nav: Any
+    load_timed_out: bool
+    final_url: str
+    base_url: str = ""
+    html: str | None = None
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str | None = None
+
 
 #: After the load event, how long a page may take to reach network idle (within its timeout).
 IDLE_WAIT_S = 2.0
@@ -118,6 +140,8 @@ class PlaywrightReader:
             report.browser_relaunches = self.session.relaunches
             report.har_paths = list(self.session.har_paths)
             report.har_incomplete = list(self.session.har_incomplete)
+            report.egress = egress_record(self.session)
+            report.popups_closed = self.session.pages.closed
 
     async def visit(self, event: HarvestEvent, slot: Any) -> tuple[list[str], bool, Any]:
         """Read ``event.url`` in a tab (``slot``: the tab, or None before it opened)."""
@@ -128,6 +152,8 @@ class PlaywrightReader:
         used: list[Page] = []  # the pages this URL was tried in (a crash replaces the page)
         blocked_before = len(self.session.blocked)
         aborted_before = len(self.session.aborted)
+        if self.session.attached:
+            event.egress = NOT_ENFORCED
         try:
             links, queued, page = await self._attempts(page, event, used)
         except Exception as exc:  # one page never stops the harvest
@@ -194,7 +220,6 @@ class PlaywrightReader:
         (links, queued, page, the Playwright error that escaped, whether the page's renderer crashed)."""
         from playwright.async_api import Error as PlaywrightError
 
-        responses: list[Response] = []
         crashed: list[bool] = []
         links: list[str] = []
         queued = False
@@ -204,219 +229,223 @@ class PlaywrightReader:
             return [], False, page, exc, False
         used.append(page)
 
-        def on_response(response: Response) -> None:
-            try:
-                if response.request.is_navigation_request() and response.frame == page.main_frame:
-                    responses.append(response)
-            except Exception:  # a response of a frame that is already gone
-                pass
-
         def on_crash(_page: Page) -> None:
             crashed.append(True)
 
-        page.on("response", on_response)
         page.on("crash", on_crash)
         try:
-            links, queued = await self._with_retries(page, event, responses)
+            with DocumentWatch(page) as docs:
+                links, queued = await self._with_retries(page, event, docs)
             if not queued and not crashed and error_kind(event.reason) is NavigationAborted:
                 await asyncio.sleep(CRASH_EVENT_WAIT_S)  # a renderer crash aborts the navigation before it reports
         except PlaywrightError as exc:  # the browser went away under a call outside _visit_with's own care
             return [], False, page, exc, bool(crashed)
         finally:
-            page.remove_listener("response", on_response)
             page.remove_listener("crash", on_crash)
         return links, queued, page, None, bool(crashed)
 
-    async def _with_retries(
-        self, page: Page, event: HarvestEvent, responses: list[Response]
-    ) -> tuple[list[str], bool]:
+    async def _with_retries(self, page: Page, event: HarvestEvent, docs: DocumentWatch) -> tuple[list[str], bool]:
         """``_visit_with`` under the host's politeness and retries (robots.txt fetched first, the tab blanked
         between tries)."""
 
         async def read() -> tuple[list[str], bool]:
-            responses.clear()
-            return await self._visit_with(page, event, responses)
+            docs.responses.clear()
+            return await self._visit_with(page, event, docs)
 
         return await self.host.attempts(event, read, robots=self._robots_fetch(page), between=lambda: _blank(page))
 
     async def _usable_page(self, page: Page | None) -> Page:
         """``page``, or a new page of the current browser context when there is none yet, or ``page`` is closed
         or belongs to a browser that crashed and was replaced."""
-        if page is not None and page.context is self.session.context and not page.is_closed():  # type: ignore[union-attr]
+        session = self.session
+        assert session is not None
+        if page is not None and page.context is session.context and not page.is_closed():
             return page
-        return await asyncio.wait_for(self.session.context.new_page(), timeout=30)  # type: ignore[union-attr]
-
-    async def _snapshot(self, page: Page, deadline: float) -> tuple[str, str] | None:
-        """(url, rendered HTML) of the tab right after its load event, or None when it cannot be read."""
-        from playwright.async_api import Error as PlaywrightError
-
-        try:
-            html = await asyncio.wait_for(page.content(), timeout=max(0.5, deadline - time.monotonic()))
-        except (PlaywrightError, asyncio.TimeoutError):
-            return None
-        return page.url, html
+        return await session.new_page()
 
     async def _replace_page(self, page: Page | None) -> Page | None:
         from playwright.async_api import Error as PlaywrightError
 
-        if page is None or page.context is not self.session.context or not self.session.connected():  # type: ignore[union-attr]
+        session = self.session
+        assert session is not None
+        if page is None or page.context is not session.context or not session.connected():
             return page  # of a crashed browser: gone with it (the next visit takes a page of the new browser)
+        await close_page(page)  # a wedged page must not hang the harvest (left behind after CLOSE_TIMEOUT_S)
         try:
-            await asyncio.wait_for(page.close(), timeout=5)  # a wedged page must not hang the harvest
-        except (PlaywrightError, asyncio.TimeoutError):
-            logger.info("closing a used page timed out; leaving it behind")
-        try:
-            return await asyncio.wait_for(self.session.context.new_page(), timeout=30)  # type: ignore[union-attr]
-        except PlaywrightError as exc:  # the browser went away meanwhile: the next visit sees the crash
-            logger.info("cannot open a new page: %s", first_line(exc))
+            return await session.new_page()
+        except (PlaywrightError, asyncio.TimeoutError) as exc:  # the browser went away: the next visit sees it
+            logger.info("cannot open a new page: %s", first_line(exc) if str(exc) else type(exc).__name__)
             return page
 
-    async def _visit_with(
-        self, page: Page, event: HarvestEvent, responses: list[Response]
-    ) -> tuple[list[str], bool]:
+    async def _visit_with(self, page: Page, event: HarvestEvent, docs: DocumentWatch) -> tuple[list[str], bool]:
         """Fetch and extract; returns (allowed links, whether the page went to the writer)."""
         with DependencyWatch(page, replay=self.replay is not None, allowed=self.host.charter.allows) as watch:
-            return await self._read_page(page, event, responses, watch)
+            return await self._read_page(page, event, docs, watch)
 
     async def _read_page(
-        self, page: Page, event: HarvestEvent, responses: list[Response], watch: Any
+        self, page: Page, event: HarvestEvent, docs: DocumentWatch, watch: Any
     ) -> tuple[list[str], bool]:
-        from playwright.async_api import Error as PlaywrightError
-        from playwright.async_api import TimeoutError as PlaywrightTimeout
-
         host = self.host
-        url = event.url
-        timeout_s = float(host.settings.timeout_s)
         t0 = time.monotonic()
-        deadline = t0 + timeout_s
+        deadline = t0 + float(host.settings.timeout_s)
+        early = await self._before_navigation(page, event, deadline, t0)
+        if early is not None:
+            return early
+        loaded = await self._navigate(page, event, docs, deadline, t0)
+        if not isinstance(loaded, _Loaded):
+            return loaded  # settled: the navigation failed (or a PDF was read instead)
+        await self._settle(page, event, docs, loaded, deadline)
+        settled = self._refuse(event, loaded, t0)
+        if settled is not None:
+            if is_pdf_candidate(event, replay=self.replay is not None):
+                return await fetch_pdf(host, self.session.fetcher, event, deadline, t0)  # type: ignore[union-attr]
+            return settled
+        host.seen.add(canonical_url(loaded.final_url))
+        selector = host.charter.selector_for(urlsplit(loaded.final_url).hostname)
+        html = loaded.html if loaded.html is not None else await read_dom(page, deadline, grace_s=2.0)
+        if html is None:  # the renderer never answered (the page was closed), or the page went away
+            event.timings.fetch_s = time.monotonic() - t0
+            host.finish(event, "failed", f"cannot read the rendered page within timeout_s ({deadline - t0:g} s)")
+            return [], False
+        # parsed off the event loop (the proxy and the other tabs run on it), and not waited for after a hard stop
+        links, region_html = await detached(_links_and_region, html, loaded.base_url, selector)
+        if loaded.html is None and event.partial is None:
+            # (a page whose load event never came was read at the timeout: the same inputs, read the same way)
+            event.fingerprint = await fingerprint(
+                docs.document_response(loaded.response),
+                watch,
+                final_url=loaded.final_url,
+                selector=selector,
+                javascript=host.settings.javascript,
+                known=self._known_sha(loaded.nav),
+            )
+        event.timings.fetch_s = time.monotonic() - t0
+        return await host.extract_and_queue(
+            event, html, loaded.final_url, links, loaded.headers, selector, region_html, loaded.status,
+            loaded.content_type, now(), served=self._served(loaded.nav, loaded.final_url, loaded.headers),
+        )
 
-        known = await host.skip_stored(event)  # a resume continues the BFS from the stored page's links
+    async def _before_navigation(
+        self, page: Page, event: HarvestEvent, deadline: float, t0: float
+    ) -> tuple[list[str], bool] | None:
+        """What settles a URL before any navigation: already stored (a resume continues from its links),
+        robots.txt, or unchanged since the last harvest (``--refresh``). None: navigate."""
+        host = self.host
+        known = await host.skip_stored(event)
         if known is not None:
             return known, False
-
-        if host.settings.obey_robots and not await host.robots.allowed(url, self._robots_fetch(page, deadline)):
+        if host.settings.obey_robots and not await host.robots.allowed(event.url, self._robots_fetch(page, deadline)):
             event.timings.fetch_s = time.monotonic() - t0
-            self.host.finish(event, "blocked", "blocked by robots.txt")
+            host.finish(event, "blocked", "blocked by robots.txt")
             return [], False
-
-        if host.refresh and url in host.fingerprints:
+        if host.refresh and event.url in host.fingerprints:
             known = await self._unchanged(event, deadline)
             if known is not None:
                 event.timings.fetch_s = time.monotonic() - t0
                 return known, False
+        return None
+
+    async def _navigate(
+        self, page: Page, event: HarvestEvent, docs: DocumentWatch, deadline: float, t0: float
+    ) -> _Loaded | tuple[list[str], bool]:
+        """brt's own navigation to ``event.url`` (``routes.goto_checked``: the browser never follows a redirect
+        itself). Returns what loaded, or the settled result of a navigation that failed."""
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         session = self.session
         assert session is not None
+        url = event.url
         blocked_before = len(session.blocked)
         response: Response | None = None
         load_timed_out = False
         session.expected_navigations.add(url)
-        session.nav_deadlines[page] = (deadline, timeout_s)
+        session.nav_deadlines[page] = (deadline, deadline - t0)
         session.nav_results.pop(page, None)
         event.navigated = True
         try:
-            # security (issue 11): the browser never follows a redirect itself (routes.goto_checked)
             response = await goto_checked(session, page, url, deadline=deadline)
         except PlaywrightTimeout:
             load_timed_out = True
-            logger.info("load event of %s timed out after %.0fs; taking the DOM as it is", url, timeout_s)
+            logger.info("load event of %s timed out after %.0fs; taking the DOM as it is", url, deadline - t0)
         except PlaywrightError as exc:
             event.timings.fetch_s = time.monotonic() - t0
             nav = session.nav_results.get(page)
-            self._navigation_error(event, exc, blocked_before, responses, nav)
+            self._navigation_error(event, exc, blocked_before, docs.responses, nav)
             if is_pdf_candidate(event, replay=self.replay is not None):
-                return await fetch_pdf(host, session.fetcher, event, deadline, t0, nav)
+                return await fetch_pdf(self.host, session.fetcher, event, deadline, t0, nav)  # type: ignore[arg-type]
             return [], False
         finally:
             session.expected_navigations.discard(url)
             session.nav_deadlines.pop(page, None)
+        docs.mark()
         nav = session.nav_results.pop(page, None)
         if nav is not None and nav.kind == "partial":
             event.partial = nav.reason
             logger.info("%s never finished loading: %s", url, nav.reason)
+        fallback = getattr(nav, "url", None) or url
+        return _Loaded(response=response, nav=nav, load_timed_out=load_timed_out,
+                       final_url=docs.served_url(response, fallback))
 
-        load_snapshot: tuple[str, str] | None = None
-        if not load_timed_out:
-            load_snapshot = await self._snapshot(page, deadline)
+    async def _settle(
+        self, page: Page, event: HarvestEvent, docs: DocumentWatch, loaded: _Loaded, deadline: float
+    ) -> None:
+        """After the load event: the DOM as loaded, then network idle (within the deadline). The URL the page is
+        cited under is the served document's (``bounds.DocumentWatch``), never ``location.href``. When a script
+        navigated the tab after the load event to a place that was refused or failed (consent walls, ad-block
+        probes), the page is kept as it was loaded from the allowed URL."""
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        host = self.host
+        as_loaded: tuple[str, str, str] | None = None  # (served URL, location, HTML) at the load event
+        document = docs.document_response(loaded.response)
+        if not loaded.load_timed_out:
+            html = await read_dom(page, deadline)
+            if html is not None:
+                as_loaded = (loaded.final_url, page.url, html)
             remaining = deadline - time.monotonic()
-            if remaining > 0.05:
+            if remaining > 0.05 and not page.is_closed():
                 try:
                     await page.wait_for_load_state("networkidle", timeout=min(IDLE_WAIT_S, remaining) * 1000)
                 except PlaywrightTimeout:
                     pass
                 except PlaywrightError as exc:
-                    logger.debug("networkidle wait on %s: %s", url, exc)
-
-        final_url = page.url
-        snapshot_html: str | None = None
-        if load_snapshot is not None and final_url != load_snapshot[0] and host.charter.allows(load_snapshot[0]):
-            if not host.charter.allows(final_url) or not final_url.startswith(("http://", "https://")):
-                # A script navigated the tab after the load event (consent walls, ad-block probes) to a place
-                # that was refused or failed: keep the page as it was loaded from the allowed URL.
-                logger.info("%s navigated to %s after loading; keeping the page as loaded", url, final_url)
-                final_url, snapshot_html = load_snapshot
-        event.final_url = final_url
-        status = response.status if response is not None else None
-        headers: dict[str, str] = {}
-        if response is not None:
+                    logger.debug("networkidle wait on %s: %s", event.url, exc)
+        loaded.final_url = docs.served_url(loaded.response, loaded.final_url)
+        location = page.url if not page.is_closed() else loaded.final_url
+        loaded.base_url = location if host.charter.allows(location) else loaded.final_url
+        if as_loaded is not None and location != as_loaded[1] and host.charter.allows(as_loaded[1]):
+            if not host.charter.allows(location) or not location.startswith(("http://", "https://")):
+                logger.info("%s navigated to %s after loading; keeping the page as loaded", event.url, location)
+                loaded.final_url, loaded.base_url, loaded.html = as_loaded
+        if loaded.html is None:
+            document = docs.document_response(loaded.response)
+        if document is not None:
+            loaded.status = document.status
             try:
-                headers = await response.all_headers()
+                loaded.headers = await document.all_headers()
             except PlaywrightError:
-                headers = dict(response.headers)
-        event.status = status
-        content_type = media_type(headers)
+                loaded.headers = dict(document.headers)
+        loaded.content_type = media_type(loaded.headers)
 
-        if not host.charter.allows(final_url):
-            event.timings.fetch_s = time.monotonic() - t0
-            self.host.finish(event, "blocked", f"final URL not on allowed_domains: {final_url}")
-            return [], False
-        if status is not None and status >= 400:
-            event.timings.fetch_s = time.monotonic() - t0
-            event.retry_after = retry_after(headers)
-            self.host.finish(event, "failed", f"HTTP {status}")
-            return [], False
-        if content_type is not None and content_type not in HTML_TYPES:
-            event.timings.fetch_s = time.monotonic() - t0
-            self.host.finish(event, "skipped", f"unsupported content type ({content_type})")
-            if is_pdf_candidate(event, replay=self.replay is not None):
-                return await fetch_pdf(host, session.fetcher, event, deadline, t0)
-            return [], False
-
-        canonical_final = canonical_url(final_url)
-        host.seen.add(canonical_final)
-
-        try:
-            selector = host.charter.selector_for(urlsplit(final_url).hostname)
-            if snapshot_html is not None:
-                html = snapshot_html
-                links = links_in(html, final_url)
-                region_html = select_region(html, selector) if selector else None
-            else:
-                html = await asyncio.wait_for(page.content(), timeout=max(1.0, deadline - time.monotonic() + 2))
-                links = await self._links(page)
-                region_html = await self._region(page, selector) if selector else None
-        except (PlaywrightError, asyncio.TimeoutError) as exc:
-            event.timings.fetch_s = time.monotonic() - t0
-            self.host.finish(event, "failed", f"cannot read the rendered page: {first_line(exc)}")
-            return [], False
-        if snapshot_html is None and event.partial is None:
-            # (a page whose load event never came was read at the timeout: the same inputs, read the same way)
-            # the response that made the document (not a 204 that cancelled a later script navigation)
-            document = response or next((r for r in reversed(responses) if r.status != 204 and r.ok), None)
-            event.fingerprint = await fingerprint(
-                document,
-                watch,
-                final_url=final_url,
-                selector=selector,
-                javascript=host.settings.javascript,
-                known=self._known_sha(nav),
-            )
-        fetched_at = now()
+    def _refuse(self, event: HarvestEvent, loaded: _Loaded, t0: float) -> tuple[list[str], bool] | None:
+        """Settle a page brt will not read: its final URL off the allowlist, an error status, a type other than
+        HTML (a PDF is then read by ``fetch_pdf``). None when it is to be read."""
+        host = self.host
+        event.final_url = loaded.final_url
+        event.status = loaded.status
+        if not host.charter.allows(loaded.final_url):
+            host.finish(event, "blocked", f"final URL not on allowed_domains: {loaded.final_url}")
+        elif loaded.status is not None and loaded.status >= 400:
+            event.retry_after = retry_after(loaded.headers)
+            host.finish(event, "failed", f"HTTP {loaded.status}")
+        elif loaded.content_type is not None and loaded.content_type not in HTML_TYPES:
+            host.finish(event, "skipped", f"unsupported content type ({loaded.content_type})")
+        else:
+            return None
         event.timings.fetch_s = time.monotonic() - t0
-        return await host.extract_and_queue(
-            event, html, final_url, links, headers, selector, region_html, status, content_type, fetched_at,
-            served=self._served(nav, final_url, headers),
-        )
+        return [], False
 
     def _served(self, nav: Any, final_url: str, headers: dict[str, str]) -> Callable[[], Awaitable[str | None]]:
         """The HTML the server sent for ``final_url``, as brt holds it without asking the browser: the replay
@@ -514,20 +543,6 @@ class PlaywrightReader:
         else:
             self.host.finish(event, "failed", first)
 
-    async def _links(self, page: Page) -> list[str]:
-        hrefs = await page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-        return [h for h in hrefs if isinstance(h, str)]
-
-    async def _region(self, page: Page, selector: str) -> str | None:
-        from playwright.async_api import Error as PlaywrightError
-
-        try:
-            parts = await page.eval_on_selector_all(selector, "els => els.map(e => e.outerHTML)")
-        except PlaywrightError as exc:
-            logger.warning("selector %r failed on %s: %s", selector, page.url, first_line(exc))
-            return None
-        return "\n".join(p for p in parts if isinstance(p, str)) or None
-
     def _robots_fetch(self, page: Page, deadline: float | None = None) -> Callable[[str], Awaitable[str | None]]:
         """How this reader fetches ``<origin>/robots.txt``: by brt's document fetcher (checked and pinned, as
         every document: ``net/robots_fetch.py``; never in a replay), within ``deadline`` (None: the page's
@@ -559,33 +574,30 @@ async def _blank(page: Any) -> None:
         logger.debug("cannot blank the tab before a retry: %s", exc)
 
 
+def _links_and_region(html: str, base_url: str, selector: str | None) -> tuple[list[str], str | None]:
+    """The links of a page's serialised DOM, and its selector's region (None without a selector)."""
+    return read_links(html, base_url), select_region(html, selector) if selector else None
+
+
 def ms_left(deadline: float) -> float:
     """Milliseconds left until ``deadline`` (at least one second's worth)."""
     return max(1.0, deadline - time.monotonic()) * 1000
 
 
-def links_in(html: str, base_url: str) -> list[str]:
-    """The href of every <a> in ``html``, absolute against the document's base URL as a browser resolves it
-    (WHATWG, ``url_safety.py``: ``/\\host`` and ``http:\\\\host`` name another host, as they do for a browser)."""
-    import lxml.html
+#: The ``egress`` of the events a browser brt did not launch read.
+NOT_ENFORCED = "not enforced: attached over --browser-url to a browser brt did not launch"
 
-    from .... import url_safety
 
-    try:
-        doc = lxml.html.fromstring(html)
-    except (ValueError, lxml.etree.ParserError):
-        return []
-    base = base_url
-    declared = doc.xpath("//base/@href")
-    if declared and isinstance(declared[0], str):
-        base = url_safety.join(base_url, declared[0]) or base_url
-    out = []
-    for href in doc.xpath("//a/@href"):
-        if isinstance(href, str):
-            absolute = url_safety.join(base, href)
-            if absolute is not None:
-                out.append(absolute)
-    return out
+def egress_record(session: BrowserSession) -> Egress:
+    """How ``session``'s browser was held: every connection through its egress proxy (everything refused in a
+    replay), or, attached over ``--browser-url``, only the requests of brt's context: not enforced."""
+    if session.attached:
+        egress = Egress(enforced=False, by="context proxy", note=NOT_ENFORCED)
+    else:
+        egress = Egress(enforced=True, by="replay" if session.replay is not None else "proxy")
+    if session.egress is not None:
+        egress.add_refused([f"{r.target}: {r.reason}" for r in session.egress.refused])
+    return egress
 
 
 def count_aborted(aborted: list[tuple[Any, str]], pages: list[Any] | None = None) -> dict[str, int]:

@@ -1,0 +1,99 @@
+"""The settings object: every BRT_* variable read in one place, typed, with clear errors for bad values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_store import SettingsError
+from memory_store.settings import VARIABLES, Settings, brt_home, settings
+from orchestrator import config
+
+
+def test_defaults_with_an_empty_environment():
+    s = Settings.from_env({})
+    assert s.home == Path("~/.brt").expanduser()
+    assert s.store_uri is None and s.embed_model is None and s.embed_backend is None
+    assert s.torch_threads == 0 and s.cpu_threads >= 1
+    assert s.lock_timeout_s == 600.0 and s.lease_ttl_s == 60.0
+    assert s.browser is None and s.devtools_mcp is None and s.host_resolver_rules is None and s.model_cache is None
+
+
+def test_every_variable_fills_its_field(tmp_path):
+    values = {
+        "BRT_HOME": str(tmp_path / "home"),
+        "BRT_STORE_URI": "s3://bucket/prefix",
+        "BRT_EMBED_MODEL": "BAAI/bge-small-en-v1.5",
+        "BRT_EMBED_BACKEND": "onnx-int8",
+        "BRT_TORCH_THREADS": "3",
+        "BRT_MODEL_CACHE": str(tmp_path / "models"),
+        "BRT_LOCK_TIMEOUT": "1.5",
+        "BRT_LEASE_TTL": "4",
+        "BRT_BROWSER": "/usr/bin/chromium",
+        "BRT_DEVTOOLS_MCP": "/opt/mcp.js",
+        "BRT_HOST_RESOLVER_RULES": "MAP a.test 127.0.0.1",
+        "BRT_MCP_ALLOW_ATTACH": "yes",
+    }
+    assert set(values) == {v.name for v in VARIABLES}  # the table lists every variable, once
+    s = Settings.from_env(values)
+    assert s.home == tmp_path / "home" and s.model_cache == tmp_path / "models"
+    assert (s.store_uri, s.embed_model) == ("s3://bucket/prefix", "BAAI/bge-small-en-v1.5")
+    assert s.embed_backend == "onnx-int8"
+    assert (s.torch_threads, s.cpu_threads, s.lock_timeout_s, s.lease_ttl_s) == (3, 3, 1.5, 4.0)
+    assert (s.browser, s.devtools_mcp) == ("/usr/bin/chromium", "/opt/mcp.js")
+    assert s.host_resolver_rules == "MAP a.test 127.0.0.1" and s.mcp_allow_attach is True
+
+
+def test_empty_values_count_as_unset():
+    s = Settings.from_env({"BRT_HOME": "", "BRT_LOCK_TIMEOUT": "  ", "BRT_BROWSER": ""})
+    assert s.home == Path("~/.brt").expanduser() and s.lock_timeout_s == 600.0 and s.browser is None
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("BRT_LOCK_TIMEOUT", "soon", "not a number of seconds"),
+        ("BRT_LOCK_TIMEOUT", "-1", ">= 0"),
+        ("BRT_LEASE_TTL", "0", ">= 0.001"),
+        ("BRT_LEASE_TTL", "nan", ">= 0.001"),
+        ("BRT_TORCH_THREADS", "two", "whole number"),
+        ("BRT_TORCH_THREADS", "-2", r"0 \(every core\) or more"),
+    ],
+)
+def test_a_bad_value_names_the_variable(name, value, message):
+    with pytest.raises(SettingsError, match=message) as err:
+        Settings.from_env({name: value})
+    assert f"{name}={value!r}" in str(err.value)
+    assert isinstance(err.value, ValueError)
+
+
+def test_read_at_each_call_and_one_brt_home(monkeypatch, tmp_path):
+    monkeypatch.setenv("BRT_HOME", str(tmp_path / "a"))
+    assert settings().home == brt_home() == config.brt_home() == tmp_path / "a"
+    assert config.memory_basepath() == tmp_path / "a" / "memory"
+    monkeypatch.setenv("BRT_HOME", str(tmp_path / "b"))
+    assert brt_home() == tmp_path / "b"
+
+
+def test_charter_values_are_overridden_by_the_environment(monkeypatch):
+    from orchestrator.charter import parse_charter
+
+    charter = parse_charter(
+        {
+            "id": "over",
+            "title": "t",
+            "allowed_domains": ["example.org"],
+            "seeds": ["https://example.org/"],
+            "memory": {"embedding_model": "BAAI/bge-small-en-v1.5", "uri": "s3://from-charter/x"},
+        },
+        source="<test>",
+    )
+    monkeypatch.delenv("BRT_EMBED_MODEL", raising=False)
+    monkeypatch.delenv("BRT_STORE_URI", raising=False)
+    assert config.embedding_model(charter) == "BAAI/bge-small-en-v1.5"
+    assert config.store_uri(charter) == "s3://from-charter/x"
+    monkeypatch.setenv("BRT_EMBED_MODEL", "BAAI/bge-m3")
+    monkeypatch.setenv("BRT_STORE_URI", "s3://from-env/y")
+    assert config.embedding_model(charter) == "BAAI/bge-m3"
+    assert config.store_uri(charter) == "s3://from-env/y"
