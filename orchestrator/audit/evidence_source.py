@@ -78,9 +78,12 @@ def url_key(url: str) -> str:
     text = url.strip().strip("<>")
     if "://" not in text:
         text = "http://" + text
-    parts = urlsplit(text)
-    host = (parts.hostname or "").lower()
-    port = f":{parts.port}" if parts.port else ""
+    try:
+        parts = urlsplit(text)
+        host = (parts.hostname or "").lower()
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # not a URL a page can have (a port that is no number, a broken IPv6 literal)
+        return text.lower()
     path = unquote(parts.path).rstrip("/")
     query = f"?{unquote(parts.query)}" if parts.query else ""
     return f"{host}{port}{path}{query}"

@@ -174,6 +174,12 @@ def test_url_key_ignores_scheme_slash_fragment_and_encoding() -> None:
     assert url_key("127.0.0.1:8000/a.html") != url_key("127.0.0.1:8001/a.html")
 
 
+def test_url_key_of_what_is_no_url_is_the_text() -> None:
+    """A report can cite anything: a port that is no number or a broken IPv6 literal is compared as written."""
+    assert url_key("javascript:alert(1)") == "http://javascript:alert(1)"  # read as host:port, no port
+    assert url_key("http://[::1/x") == "http://[::1/x"
+
+
 def test_numbers() -> None:
     assert numbers("It costs 1,500 euros, 4.50 a day, twenty-five times, two hundred people") == {
         "1500", "4.5", "25", "200"}
