@@ -210,3 +210,23 @@ def test_lead_recovered_from_json_ld():
     teaser = html.replace(f'<div class="byline"><p>{lead}</p>', '<div class="byline"><p>By the desk.</p>')
     page = extract_page(teaser, "https://news.example/x1")
     assert page is not None and page.lead_recovered is None and lead not in page.text
+
+
+def test_search_rerank_orders_the_chunks_by_evidence(brt_home, embedder):
+    from orchestrator.evidence.rerank import rerank_hits
+
+    pages = {
+        "https://a.example/ferry": "Ferry timetable\nThe ferry terminal reopened in May 2004 after a two-year "
+        "rebuild, and boats leave every twenty minutes. " + FILLER,
+        "https://b.example/terminal": "The ferry terminal\nThe ferry terminal is the busiest building of the "
+        "harbour and the ferry terminal's café is open late. " + FILLER,
+    }
+    mem = _store("evidence_rerank", pages)
+    question = "When did the ferry terminal reopen?"
+    hits = mem.search(question, k=10)
+    worst_first = sorted(hits, key=lambda h: h.url != "https://b.example/terminal")  # the order to undo
+    assert worst_first[0].url == "https://b.example/terminal"
+    ranked = rerank_hits(mem, question, worst_first, 2)
+    assert len(ranked) == 2 and ranked[0].url == "https://a.example/ferry"
+    scores = [h.metadata["retrieval"]["rerank_score"] for h in ranked]
+    assert scores[0] >= scores[1] and 0.0 <= scores[1] <= 1.0
