@@ -264,9 +264,11 @@ def _evidence(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -
         if not blocks and not s.get("gaps"):
             report.fail("evidence", f"section {label!r} has neither evidence nor a gap")
         for b in blocks:
-            quotes += 1
-            urls.add(str(b.get("url") or ""))
-            _block(snap, report, f"[{label} Evidence #{b.get('n')}]", b, allowed)
+            where = f"[{label} Evidence #{b.get('n')}]"
+            for i, source in enumerate([b, *_also_at(b)]):  # every page a block cites is checked alike
+                quotes += 1
+                urls.add(str(source.get("url") or ""))
+                _block(snap, report, where if i == 0 else f"{where} (also at {i})", source, allowed)
     _conflicts(syn, report, sections)
     report.checked["quotes"] = quotes
     report.checked["sections"] = len(sections)
@@ -303,14 +305,28 @@ def _block(snap: Snapshot, report: VerifyReport, where: str, b: dict[str, Any], 
         report.fail("evidence", f"{where}: the Markdown line does not carry the block's quote")
 
 
+def _also_at(block: dict[str, Any]) -> list[dict[str, Any]]:
+    """The other pages a block cites (``also_at``), each with the block's number; malformed entries dropped."""
+    also = block.get("also_at")
+    if not isinstance(also, list):
+        return []
+    return [dict(a, n=block.get("n")) for a in also if isinstance(a, dict)]
+
+
 def _conflicts(syn: dict[str, Any], report: VerifyReport, sections: list[dict[str, Any]]) -> None:
-    """Every conflict cites blocks its section holds, quote and URL alike."""
+    """Every conflict cites a source its section holds (a block or one of its ``also_at`` pages), quote and URL
+    alike."""
     for c in syn.get("conflicts") or []:
         sec = next((s for s in sections if s.get("title") == c.get("section")), None)
         for side in ("a", "b"):
             claim = c.get(side) or {}
-            block = next((b for b in (sec or {}).get("blocks") or [] if b.get("n") == claim.get("n")), None)
-            if block is None or block.get("quote") != claim.get("quote") or block.get("url") != claim.get("url"):
+            sources = [
+                src
+                for b in (sec or {}).get("blocks") or []
+                if b.get("n") == claim.get("n")
+                for src in (b, *_also_at(b))
+            ]
+            if not any(s.get("quote") == claim.get("quote") and s.get("url") == claim.get("url") for s in sources):
                 report.fail("evidence", f"conflict in {c.get('section')!r} cites a block the section does not hold")
 
 

@@ -175,8 +175,9 @@ def test_verify_passes_with_a_one_line_verdict(audit: Any, home: Path) -> None:
     assert r.stdout.count("\n") == 1 and r.stdout.startswith("OK audit.jsonl:"), r.stdout
     doc = json.loads(run("verify", audit.snapshot, "--json").stdout)
     assert doc["ok"] and doc["failures"] == []
-    n_blocks = sum(len(s["blocks"]) for s in audit.synthesis["sections"])
-    assert doc["checked"]["quotes"] == n_blocks
+    # every page a block cites is checked: the block's own and each of its also_at sources
+    n_sources = sum(1 + len(b.get("also_at") or []) for s in audit.synthesis["sections"] for b in s["blocks"])
+    assert doc["checked"]["quotes"] == n_sources
     assert doc["checked"]["har_pages"] == doc["checked"]["pages"] == doc["checked"]["fingerprints"] > 5
 
 
@@ -188,6 +189,13 @@ def _first_block(records: list[dict[str, Any]]) -> dict[str, Any]:
 def _edit_quote(records: list[dict[str, Any]]) -> None:
     block = _first_block(records)
     block["quote"] = block["quote"].replace("1953", "1935") if "1953" in block["quote"] else block["quote"] + " not"
+
+
+def _forge_also_at(records: list[dict[str, Any]]) -> None:
+    block = _first_block(records)
+    forged = {k: block[k] for k in ("quote", "url", "last_updated", "score", "chunk_id")}
+    forged["quote"] = "A sentence that no stored page holds, cited as another source."
+    block["also_at"] = [*(block.get("also_at") or []), forged]
 
 
 def _edit_chunk(records: list[dict[str, Any]]) -> None:
@@ -222,8 +230,9 @@ def _edit_url(records: list[dict[str, Any]]) -> None:
         (_edit_quote, False, "manifest", "sha256"),
         (_edit_allowlist, True, "evidence", "not on the charter's allowlist"),
         (_edit_url, True, "evidence", "does not belong to"),
+        (_forge_also_at, True, "evidence", "not a verbatim span"),
     ],
-    ids=["quote", "chunk", "manifest-count", "unsealed-edit", "allowlist", "cited-url"],
+    ids=["quote", "chunk", "manifest-count", "unsealed-edit", "allowlist", "cited-url", "also-at-quote"],
 )
 def test_verify_catches_tampering(audit: Any, home: Path, tmp_path: Path, mutate: Any, fix: bool, check: str,
                                   words: str) -> None:

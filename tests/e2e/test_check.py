@@ -7,6 +7,7 @@ over the MCP Python SDK client (``check_report`` with the CLI's JSON, output sch
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,9 @@ def _charter(tmp: Path, site: Any) -> Path:
              "question": "How long does the crossing take, and what does a return ticket cost?"},
             {"title": "Lighthouse lamp", "label": "Lamp",
              "question": "When was the lighthouse lamp converted to electricity?"},
-            {"title": "Cryptocurrency", "label": "Crypto", "question": "What is the current price of bitcoin?"},
+            # a question the site does not touch (a "how much" question beside the site's prices is a known miss of
+            # the evidence scorer, held as a strict xfail in tests/integration/test_evidence.py)
+            {"title": "Cryptocurrency", "label": "Crypto", "question": "Who created bitcoin, and in which year?"},
         ]},
         "harvest": {"max_pages": 20, "max_depth": 1, "concurrency": 2, "timeout_s": 10},
         "retrieval": {"k": 3},
@@ -188,12 +191,22 @@ def test_the_clean_report_passes(research: Research, home: Path) -> None:
     assert text.exit_code == 0 and text.stdout.splitlines()[-1].startswith("OK clean.md")
 
 
+def altered_evidence_line(r: Research, label: str, n: int) -> str:
+    """The evidence line of block ``n`` of section ``label`` with one word of its quote changed."""
+    block = next(b for s in r.synthesis["sections"] if s["label"] == label for b in s["blocks"] if b["n"] == n)
+    word = re.findall(r"[A-Za-z]{5,}", block["quote"])[0]
+    altered = block["quote"].replace(word, word[::-1] if word[::-1] != word else word + "s", 1)
+    line = r.lines[f"evidence {label} {n}"]
+    assert block["quote"] in line
+    return line.replace(block["quote"], altered, 1)
+
+
 #: Each error agents make: (the line it rewrites, the new line, the verdict, the problem).
 SEEDED: dict[str, tuple[str, Callable[[Research], str], str, str]] = {
     "altered quote": ("quote", lambda r: 'The ferry page says "Bicycles travel free of cost" on the crossing [^1].',
                       "quote not verbatim", "quote_not_verbatim"),
     "altered quote in an evidence line": (
-        "evidence Ferry 1", lambda r: r.lines["evidence Ferry 1"].replace("every two hours", "every three hours"),
+        "evidence Ferry 1", lambda r: altered_evidence_line(r, "Ferry", 1),
         "quote not verbatim", "quote_not_verbatim"),
     "quote moved to another page": (
         "quote", lambda r: f'The prices page says "Bicycles travel free of charge" ({r.url("prices.html")}, '
