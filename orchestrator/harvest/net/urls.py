@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from ... import url_safety
 from ...charter import url_allowed
 
-__all__ = ["canonical_url", "filter_links", "is_http_url", "request_url"]
+__all__ = ["canonical_url", "filter_links", "is_http_url", "links_in", "request_url"]
 
 _HTTP = ("http", "https")
 
@@ -74,4 +74,31 @@ def filter_links(links: Iterable[str], allowed_domains: list[str], *, base: str 
             continue
         seen.add(key)
         out.append(request_url(absolute))
+    return out
+
+
+def links_in(html: str, base_url: str, *, limit: int | None = None) -> list[str]:
+    """The href of every <a> in ``html`` (the first ``limit``), absolute against the document's base URL as a
+    browser resolves it (WHATWG, ``url_safety.py``: ``/\\host`` and ``http:\\\\host`` name another host, as
+    they do for a browser)."""
+    import lxml.html
+
+    try:
+        doc = lxml.html.fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return []
+    base = base_url
+    declared = doc.xpath("//base/@href")
+    if declared and isinstance(declared[0], str):
+        base = url_safety.join(base_url, declared[0]) or base_url
+    out: list[str] = []
+    for anchor in doc.iter("a"):
+        href = anchor.get("href")
+        if href is None:
+            continue
+        absolute = url_safety.join(base, href)
+        if absolute is not None:
+            out.append(absolute)
+            if limit is not None and len(out) >= limit:
+                break
     return out

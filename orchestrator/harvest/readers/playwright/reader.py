@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -25,15 +26,16 @@ from ....errors import (
     first_line,
 )
 from ...crash import BROWSER_CRASHED, PAGE_CRASHED, BrowserWatch, crashed_attempt
-from ...extract import select_region
+from ...extract import decode_html, select_region
 from ...har import har_path_for, sha256_hex
 from ...models import HTML_TYPES, HarvestEvent, HarvestReport, media_type
 from ...net.guard import is_guard_reason
 from ...net.politeness import retry_after
-from ...net.urls import canonical_url
+from ...net.urls import canonical_url, links_in
 from ...pdf import fetch_pdf, is_pdf_candidate
-from ...reading import decode_html
+from ...reader import PageRead
 from ...revalidate import DependencyWatch, Revalidator, fingerprint
+from ...static import StaticSource, read_static
 from .browser import BrowserSession, open_browser
 from .routes import goto_checked
 
@@ -45,6 +47,21 @@ if TYPE_CHECKING:
 __all__ = ["PlaywrightReader", "count_aborted", "links_in"]
 
 logger = logging.getLogger(__name__)
+
+@dataclass
+class _Loaded:
+    """What brt's navigation loaded: the response it returned, brt's own fetch of the document (live), the URL
+    the page is read under, the HTML when the page is kept as loaded, and the document's status and headers."""
+
+    response: Response | None
+    nav: Any
+    load_timed_out: bool
+    final_url: str
+    html: str | None = None
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str | None = None
+
 
 #: After the load event, how long a page may take to reach network idle (within its timeout).
 IDLE_WAIT_S = 2.0
@@ -69,6 +86,7 @@ class PlaywrightReader:
         self.watch: BrowserWatch | None = None  # browser crashes and relaunches (crash.py)
         self.revalidator: Revalidator | None = None
         self.blocked_urls: list[str] | None = None
+        self.user_agent: str | None = None  # the browser's, sent with the documents read without it
 
     def prepare(self, report: HarvestReport) -> None:
         self.har_path = har_path_for(self.store_path)
@@ -92,6 +110,7 @@ class PlaywrightReader:
             if session.fetcher is not None:
                 session.fetcher.max_bytes = host.max_page_bytes
             self.watch = BrowserWatch(session)
+            self.user_agent = await _user_agent(session.browser)
             self.revalidator = Revalidator(
                 host.charter,
                 settings.javascript,
@@ -281,51 +300,103 @@ class PlaywrightReader:
     async def _read_page(
         self, page: Page, event: HarvestEvent, responses: list[Response], watch: Any
     ) -> tuple[list[str], bool]:
-        from playwright.async_api import Error as PlaywrightError
-        from playwright.async_api import TimeoutError as PlaywrightTimeout
-
         host = self.host
-        url = event.url
-        timeout_s = float(host.settings.timeout_s)
         t0 = time.monotonic()
-        deadline = t0 + timeout_s
+        deadline = t0 + float(host.settings.timeout_s)
+        early = await self._before_navigation(page, event, deadline, t0)
+        if early is not None:
+            return early
+        static = await read_static(host, event, self._static_source(), deadline, t0)  # harvest.render
+        if static is not None:
+            return static
+        loaded = await self._navigate(page, event, responses, deadline, t0)
+        if not isinstance(loaded, _Loaded):
+            return loaded  # settled: the navigation failed (or a PDF was read instead)
+        await self._settle(page, event, loaded, deadline)
+        settled = self._refuse(event, loaded, t0)
+        if settled is not None:
+            if is_pdf_candidate(event, replay=self.replay is not None):
+                return await fetch_pdf(host, self.session.fetcher, event, deadline, t0)  # type: ignore[union-attr]
+            return settled
+        host.seen.add(canonical_url(loaded.final_url))
+        read = await self._read_dom(page, event, loaded, deadline, t0)
+        if read is None:
+            return [], False
+        if loaded.html is None and event.partial is None:
+            # (a page whose load event never came was read at the timeout: the same inputs, read the same way)
+            # the response that made the document (not a 204 that cancelled a later script navigation)
+            document = loaded.response or next((r for r in reversed(responses) if r.status != 204 and r.ok), None)
+            event.fingerprint = await fingerprint(
+                document,
+                watch,
+                final_url=loaded.final_url,
+                selector=read.selector,
+                javascript=host.settings.javascript,
+                known=self._known_sha(loaded.nav),
+            )
+        event.timings.fetch_s = time.monotonic() - t0
+        return await host.extract_and_queue(event, read)
 
-        known = await host.skip_stored(event)  # a resume continues the BFS from the stored page's links
+    def _static_source(self) -> StaticSource:
+        """Where ``static.read_static`` gets documents (brt's fetcher, or the replay HAR) and records them."""
+        session = self.session
+        assert session is not None
+        return StaticSource(
+            fetcher=session.fetcher,
+            replay_index=self.host.replay_index if self.replay is not None else None,
+            har_entries=session.har_extra,
+            user_agent=self.user_agent,
+        )
+
+    async def _before_navigation(
+        self, page: Page, event: HarvestEvent, deadline: float, t0: float
+    ) -> tuple[list[str], bool] | None:
+        """What settles a URL before any navigation: already stored (a resume continues from its links),
+        robots.txt, or unchanged since the last harvest (``--refresh``). None: navigate."""
+        host = self.host
+        known = await host.skip_stored(event)
         if known is not None:
             return known, False
-
-        if host.settings.obey_robots and not await host.robots.allowed(url, self._robots_fetch(page, deadline)):
+        if host.settings.obey_robots and not await host.robots.allowed(event.url, self._robots_fetch(page, deadline)):
             event.timings.fetch_s = time.monotonic() - t0
-            self.host.finish(event, "blocked", "blocked by robots.txt")
+            host.finish(event, "blocked", "blocked by robots.txt")
             return [], False
-
-        if host.refresh and url in host.fingerprints:
+        if host.refresh and event.url in host.fingerprints:
             known = await self._unchanged(event, deadline)
             if known is not None:
                 event.timings.fetch_s = time.monotonic() - t0
                 return known, False
+        return None
+
+    async def _navigate(
+        self, page: Page, event: HarvestEvent, responses: list[Response], deadline: float, t0: float
+    ) -> _Loaded | tuple[list[str], bool]:
+        """brt's own navigation to ``event.url`` (``routes.goto_checked``: the browser never follows a redirect
+        itself). Returns what loaded, or the settled result of a navigation that failed."""
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         session = self.session
         assert session is not None
+        url = event.url
         blocked_before = len(session.blocked)
         response: Response | None = None
         load_timed_out = False
         session.expected_navigations.add(url)
-        session.nav_deadlines[page] = (deadline, timeout_s)
+        session.nav_deadlines[page] = (deadline, deadline - t0)
         session.nav_results.pop(page, None)
         event.navigated = True
         try:
-            # security (issue 11): the browser never follows a redirect itself (routes.goto_checked)
             response = await goto_checked(session, page, url, deadline=deadline)
         except PlaywrightTimeout:
             load_timed_out = True
-            logger.info("load event of %s timed out after %.0fs; taking the DOM as it is", url, timeout_s)
+            logger.info("load event of %s timed out after %.0fs; taking the DOM as it is", url, deadline - t0)
         except PlaywrightError as exc:
             event.timings.fetch_s = time.monotonic() - t0
             nav = session.nav_results.get(page)
             self._navigation_error(event, exc, blocked_before, responses, nav)
             if is_pdf_candidate(event, replay=self.replay is not None):
-                return await fetch_pdf(host, session.fetcher, event, deadline, t0, nav)
+                return await fetch_pdf(self.host, session.fetcher, event, deadline, t0, nav)  # type: ignore[arg-type]
             return [], False
         finally:
             session.expected_navigations.discard(url)
@@ -334,10 +405,19 @@ class PlaywrightReader:
         if nav is not None and nav.kind == "partial":
             event.partial = nav.reason
             logger.info("%s never finished loading: %s", url, nav.reason)
+        return _Loaded(response=response, nav=nav, load_timed_out=load_timed_out, final_url=url)
 
-        load_snapshot: tuple[str, str] | None = None
-        if not load_timed_out:
-            load_snapshot = await self._snapshot(page, deadline)
+    async def _settle(self, page: Page, event: HarvestEvent, loaded: _Loaded, deadline: float) -> None:
+        """After the load event: the DOM as loaded, then network idle (within the deadline). When a script
+        navigated the tab after the load event to a place that was refused or failed (consent walls, ad-block
+        probes), the page is kept as it was loaded from the allowed URL."""
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        host = self.host
+        as_loaded: tuple[str, str] | None = None
+        if not loaded.load_timed_out:
+            as_loaded = await self._snapshot(page, deadline)
             remaining = deadline - time.monotonic()
             if remaining > 0.05:
                 try:
@@ -345,50 +425,52 @@ class PlaywrightReader:
                 except PlaywrightTimeout:
                     pass
                 except PlaywrightError as exc:
-                    logger.debug("networkidle wait on %s: %s", url, exc)
-
-        final_url = page.url
-        snapshot_html: str | None = None
-        if load_snapshot is not None and final_url != load_snapshot[0] and host.charter.allows(load_snapshot[0]):
-            if not host.charter.allows(final_url) or not final_url.startswith(("http://", "https://")):
-                # A script navigated the tab after the load event (consent walls, ad-block probes) to a place
-                # that was refused or failed: keep the page as it was loaded from the allowed URL.
-                logger.info("%s navigated to %s after loading; keeping the page as loaded", url, final_url)
-                final_url, snapshot_html = load_snapshot
-        event.final_url = final_url
-        status = response.status if response is not None else None
-        headers: dict[str, str] = {}
+                    logger.debug("networkidle wait on %s: %s", event.url, exc)
+        loaded.final_url = page.url
+        if as_loaded is not None and loaded.final_url != as_loaded[0] and host.charter.allows(as_loaded[0]):
+            location = loaded.final_url
+            if not host.charter.allows(location) or not location.startswith(("http://", "https://")):
+                logger.info("%s navigated to %s after loading; keeping the page as loaded", event.url, location)
+                loaded.final_url, loaded.html = as_loaded
+        response = loaded.response
         if response is not None:
+            loaded.status = response.status
             try:
-                headers = await response.all_headers()
+                loaded.headers = await response.all_headers()
             except PlaywrightError:
-                headers = dict(response.headers)
-        event.status = status
-        content_type = media_type(headers)
+                loaded.headers = dict(response.headers)
+        loaded.content_type = media_type(loaded.headers)
 
-        if not host.charter.allows(final_url):
-            event.timings.fetch_s = time.monotonic() - t0
-            self.host.finish(event, "blocked", f"final URL not on allowed_domains: {final_url}")
-            return [], False
-        if status is not None and status >= 400:
-            event.timings.fetch_s = time.monotonic() - t0
-            event.retry_after = retry_after(headers)
-            self.host.finish(event, "failed", f"HTTP {status}")
-            return [], False
-        if content_type is not None and content_type not in HTML_TYPES:
-            event.timings.fetch_s = time.monotonic() - t0
-            self.host.finish(event, "skipped", f"unsupported content type ({content_type})")
-            if is_pdf_candidate(event, replay=self.replay is not None):
-                return await fetch_pdf(host, session.fetcher, event, deadline, t0)
-            return [], False
+    def _refuse(self, event: HarvestEvent, loaded: _Loaded, t0: float) -> tuple[list[str], bool] | None:
+        """Settle a page brt will not read: its final URL off the allowlist, an error status, a type other than
+        HTML (a PDF is then read by ``fetch_pdf``). None when it is to be read."""
+        host = self.host
+        event.final_url = loaded.final_url
+        event.status = loaded.status
+        if not host.charter.allows(loaded.final_url):
+            host.finish(event, "blocked", f"final URL not on allowed_domains: {loaded.final_url}")
+        elif loaded.status is not None and loaded.status >= 400:
+            event.retry_after = retry_after(loaded.headers)
+            host.finish(event, "failed", f"HTTP {loaded.status}")
+        elif loaded.content_type is not None and loaded.content_type not in HTML_TYPES:
+            host.finish(event, "skipped", f"unsupported content type ({loaded.content_type})")
+        else:
+            return None
+        event.timings.fetch_s = time.monotonic() - t0
+        return [], False
 
-        canonical_final = canonical_url(final_url)
-        host.seen.add(canonical_final)
+    async def _read_dom(
+        self, page: Page, event: HarvestEvent, loaded: _Loaded, deadline: float, t0: float
+    ) -> PageRead | None:
+        """The rendered page (or the page as loaded) as a ``PageRead``; None (``event`` settled) when the DOM
+        cannot be read."""
+        from playwright.async_api import Error as PlaywrightError
 
+        final_url = loaded.final_url
+        selector = self.host.charter.selector_for(urlsplit(final_url).hostname)
         try:
-            selector = host.charter.selector_for(urlsplit(final_url).hostname)
-            if snapshot_html is not None:
-                html = snapshot_html
+            if loaded.html is not None:
+                html = loaded.html
                 links = links_in(html, final_url)
                 region_html = select_region(html, selector) if selector else None
             else:
@@ -398,24 +480,18 @@ class PlaywrightReader:
         except (PlaywrightError, asyncio.TimeoutError) as exc:
             event.timings.fetch_s = time.monotonic() - t0
             self.host.finish(event, "failed", f"cannot read the rendered page: {first_line(exc)}")
-            return [], False
-        if snapshot_html is None and event.partial is None:
-            # (a page whose load event never came was read at the timeout: the same inputs, read the same way)
-            # the response that made the document (not a 204 that cancelled a later script navigation)
-            document = response or next((r for r in reversed(responses) if r.status != 204 and r.ok), None)
-            event.fingerprint = await fingerprint(
-                document,
-                watch,
-                final_url=final_url,
-                selector=selector,
-                javascript=host.settings.javascript,
-                known=self._known_sha(nav),
-            )
-        fetched_at = now()
-        event.timings.fetch_s = time.monotonic() - t0
-        return await host.extract_and_queue(
-            event, html, final_url, links, headers, selector, region_html, status, content_type, fetched_at,
-            served=self._served(nav, final_url, headers),
+            return None
+        return PageRead(
+            html=html,
+            final_url=final_url,
+            links=links,
+            headers=loaded.headers,
+            status=loaded.status,
+            content_type=loaded.content_type,
+            fetched_at=now(),
+            selector=selector,
+            region_html=region_html,
+            served=self._served(loaded.nav, final_url, loaded.headers),
         )
 
     def _served(self, nav: Any, final_url: str, headers: dict[str, str]) -> Callable[[], Awaitable[str | None]]:
@@ -545,6 +621,23 @@ class PlaywrightReader:
         return fetch
 
 
+async def _user_agent(browser: Any) -> str | None:
+    """The User-Agent the browser sends (asked over CDP: no page is opened), None when it does not say."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        cdp = await browser.new_browser_cdp_session()
+        try:
+            info = await asyncio.wait_for(cdp.send("Browser.getVersion"), timeout=5)
+        finally:
+            await cdp.detach()
+    except (PlaywrightError, asyncio.TimeoutError) as exc:
+        logger.debug("cannot ask the browser for its User-Agent: %s", exc)
+        return None
+    agent = info.get("userAgent") if isinstance(info, dict) else None
+    return agent if isinstance(agent, str) and agent else None
+
+
 async def _blank(page: Any) -> None:
     """Settle a tab before it tries a URL again: after a failed navigation Chromium may still be committing its
     error page (or reloading from it), which would interrupt the next ``goto`` ("is interrupted by another
@@ -562,30 +655,6 @@ async def _blank(page: Any) -> None:
 def ms_left(deadline: float) -> float:
     """Milliseconds left until ``deadline`` (at least one second's worth)."""
     return max(1.0, deadline - time.monotonic()) * 1000
-
-
-def links_in(html: str, base_url: str) -> list[str]:
-    """The href of every <a> in ``html``, absolute against the document's base URL as a browser resolves it
-    (WHATWG, ``url_safety.py``: ``/\\host`` and ``http:\\\\host`` name another host, as they do for a browser)."""
-    import lxml.html
-
-    from .... import url_safety
-
-    try:
-        doc = lxml.html.fromstring(html)
-    except (ValueError, lxml.etree.ParserError):
-        return []
-    base = base_url
-    declared = doc.xpath("//base/@href")
-    if declared and isinstance(declared[0], str):
-        base = url_safety.join(base_url, declared[0]) or base_url
-    out = []
-    for href in doc.xpath("//a/@href"):
-        if isinstance(href, str):
-            absolute = url_safety.join(base, href)
-            if absolute is not None:
-                out.append(absolute)
-    return out
 
 
 def count_aborted(aborted: list[tuple[Any, str]], pages: list[Any] | None = None) -> dict[str, int]:

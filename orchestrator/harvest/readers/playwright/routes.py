@@ -30,6 +30,7 @@ __all__ = [
     "RouteState",
     "allowlist_route",
     "install_websocket_guard",
+    "is_script_navigation",
     "on_request_failed",
     "route_navigation",
     "websocket_refusal",
@@ -63,6 +64,8 @@ class RouteState:
     replay_redirects: dict[str, str] = field(default_factory=dict)
     # With --replay: every URL the HAR holds (fragment dropped), and the URLs brt itself is navigating to now.
     replay_urls: set[str] | None = None
+    # With --replay: the URLs the HAR answers with an error status (4xx/5xx).
+    replay_errors: set[str] = field(default_factory=set)
     expected_navigations: set[str] = field(default_factory=set)
     # SSRF guard (net/guard.py): internal addresses refused on every request; None with --replay.
     guard: NetGuard | None = None
@@ -84,20 +87,23 @@ async def allowlist_route(state: RouteState, allowed_domains: list[str], route: 
     request = route.request
     navigation = request.is_navigation_request()
     if url_allowed(request.url, allowed_domains):
+        key = request.url.split("#", 1)[0]
         if (
             navigation
             and state.replay_urls is not None
-            and request.url.split("#", 1)[0] not in state.replay_urls
-            and request.url not in state.expected_navigations
-            and leaves_loaded_page(request, allowed_domains)
+            and (key not in state.replay_urls or key in state.replay_errors)
+            and is_script_navigation(state, request, allowed_domains)
         ):
-            # A script of a loaded page navigates to a URL the HAR does not hold: the replay cannot serve it,
-            # so cancel the navigation (204) and keep the page that loaded, as a live harvest would have it.
-            logger.info("not in replay HAR: script navigation to %s (page kept as loaded)", request.url)
-            state.blocked.append(
-                BlockedRequest(request.url, request.resource_type, "not in replay HAR", navigation=True,
-                               page=page_of(request))
-            )
+            # A script of a loaded page navigates to a URL the HAR does not hold, or holds as an error: cancel the
+            # navigation (204) and keep the page that loaded, as a live harvest would have it.
+            if key in state.replay_errors:
+                logger.info("script navigation to %s answers an error in the replay HAR (page kept as loaded)", key)
+            else:
+                logger.info("not in replay HAR: script navigation to %s (page kept as loaded)", request.url)
+                state.blocked.append(
+                    BlockedRequest(request.url, request.resource_type, "not in replay HAR", navigation=True,
+                                   page=page_of(request))
+                )
             await route.fulfill(status=204, body="")
             return
         target = state.replay_redirects.get(request.url)
@@ -134,7 +140,7 @@ async def allowlist_route(state: RouteState, allowed_domains: list[str], route: 
             await route.abort("blockedbyclient")
             return
         if navigation and state.fetcher is not None:  # fetched by brt: hops, byte cap, deadline (fetcher.py)
-            await fetch_navigation(state, route)
+            await fetch_navigation(state, route, allowed_domains)
             return
         await route.fallback()
         return
@@ -161,7 +167,10 @@ async def allowlist_route(state: RouteState, allowed_domains: list[str], route: 
     await route.abort("blockedbyclient")
 
 
-async def fetch_navigation(state: RouteState, route: Route) -> None:
+async def fetch_navigation(state: RouteState, route: Route, allowed_domains: list[str]) -> None:
+    """A navigation fetched by brt (``route_navigation``). A script's navigation of a loaded page is held to the
+    rules of brt's own: and when it ends in an error document (4xx/5xx), it is cancelled and the page kept as
+    loaded (an error page is never read as the page's text)."""
     request = route.request
     page = page_of(request)
     deadline, timeout_s = state.nav_deadlines.get(page) or (
@@ -188,7 +197,19 @@ async def fetch_navigation(state: RouteState, route: Route) -> None:
         deadline=deadline,
         partial_ok_after=state.fetcher.read_deadline(deadline, timeout_s) if main_frame else None,
         on_result=on_result,
+        refuse_errors=main_frame and is_script_navigation(state, request, allowed_domains),
     )
+
+
+def is_script_navigation(state: RouteState, request: Any, allowed_domains: list[str]) -> bool:
+    """A navigation of a main frame that shows an allowed page, which brt did not start (a script's, a meta
+    refresh)."""
+    from .... import url_safety
+
+    url = request.url.split("#", 1)[0]
+    expected = {u.split("#", 1)[0] for u in state.expected_navigations}
+    expected |= {url_safety.normalize(u) or u for u in expected}
+    return url not in expected and leaves_loaded_page(request, allowed_domains)
 
 
 def is_main_frame(request: Any) -> bool:
@@ -311,6 +332,7 @@ async def route_navigation(
     deadline: float,
     partial_ok_after: float | None,
     on_result: Callable[[Any], None] | None = None,
+    refuse_errors: bool = False,
 ) -> Any:
     """Answer a navigation request with a document brt fetched itself (``fetcher.DocumentFetcher``).
 
@@ -319,7 +341,9 @@ async def route_navigation(
     sent to it. A chain that passes cancels the browser's navigation, and the harvest navigates to the
     checked final URL (``goto_checked``), answered from the fetched result, not fetched twice; a target that
     fails is aborted and reported with ``block(url, reason)``. A body past the byte cap is aborted; one still
-    arriving at ``partial_ok_after`` is handed over as it stands. Returns the ``FetchResult``."""
+    arriving at ``partial_ok_after`` is handed over as it stands. With ``refuse_errors`` (a script's navigation
+    of a loaded page) an error document is answered with a 204, which cancels the navigation and leaves the
+    loaded document in place. Returns the ``FetchResult``."""
     request = route.request
     url = request.url
     result = fetcher.take(url)
@@ -358,6 +382,11 @@ async def route_navigation(
             if har_entries is not None:
                 har_entries.append(har_redirect_entry(request.method, url, result, result.hops[-1]))
             await _safe(route.abort("aborted"))
+            return result
+        if refuse_errors and (result.status or 0) >= 400:
+            logger.info("a script navigated to %s, which answers HTTP %s: cancelled, the page kept as loaded",
+                        result.url, result.status)
+            await _safe(route.fulfill(status=204, body=""))
             return result
         await _safe(fulfill_navigation(route, result.status or 200, header_dict(result.headers), result.body))
         return result
