@@ -97,7 +97,7 @@ async def read_static(
     t1 = time.monotonic()
     extracted = await asyncio.to_thread(_extract, html, result, selector, region_html)
     event.timings.extract_s += time.monotonic() - t1
-    if mode == "auto" and _needs_browser(event, html, extracted, selector, region_html):
+    if mode == "auto" and _needs_browser(event, html, extracted, selector, region_html, host.settings.javascript):
         _keep_for_browser(source, event.url, result)
         return None
     event.rendered = False
@@ -105,13 +105,21 @@ async def read_static(
 
 
 def _needs_browser(
-    event: HarvestEvent, html: str, extracted: ExtractedPage | None, selector: str | None, region: str | None
+    event: HarvestEvent,
+    html: str,
+    extracted: ExtractedPage | None,
+    selector: str | None,
+    region: str | None,
+    javascript: bool,
 ) -> bool:
-    """``render: auto``: the decision on the served HTML (its reasons and signals recorded in the event)."""
+    """``render: auto``: the decision on the served HTML (its reasons and signals recorded in the event). With
+    ``javascript: false`` a browser runs no script: only a meta refresh takes it elsewhere."""
     signals = measure(html, extracted.text if extracted is not None else None)
     reasons = list(decide(signals).reasons)
     if selector and region is None and signals.scripts:
         reasons.append("selector matched nothing in the served HTML")  # its scripts may build the region
+    if not javascript:
+        reasons = [r for r in reasons if r == "meta refresh"]
     event.render_reasons = reasons
     event.render_signals = signals.as_record()
     if reasons:
