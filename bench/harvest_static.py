@@ -42,6 +42,46 @@ TARGET_SPEEDUP = 2.0
 TARGET_F1 = 0.955
 
 
+class CpuMeter:
+    """CPU seconds of this process and every process under it (Chromium, Playwright's driver), sampled every
+    0.5 s while a run lasts: the work a mode costs, which the machine's other load does not change the way it
+    changes wall time (a process that exits between samples loses at most its last 0.5 s)."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self._me = psutil.Process()
+        self._seen: dict[int, float] = {}
+        self._start = self._total()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _total(self) -> float:
+        try:
+            procs = [self._me, *self._me.children(recursive=True)]
+        except self._psutil.Error:
+            procs = [self._me]
+        for proc in procs:
+            try:
+                times = proc.cpu_times()
+            except self._psutil.Error:
+                continue
+            self._seen[proc.pid] = times.user + times.system
+        return sum(self._seen.values())
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self._total()
+
+    def stop(self) -> float:
+        """CPU seconds spent since the meter started."""
+        self._stop.set()
+        self._thread.join()
+        return round(self._total() - self._start, 1)
+
+
 class PageServer:
     """The benchmark's pages on 127.0.0.1 (random port): ``/aeb/<id>.html``; anything else is a 404."""
 
@@ -112,9 +152,11 @@ def harvest_run(pages: list[Any], server: PageServer, mode: str, concurrency: in
     charter = _charter(run_id, urls, mode, concurrency)
     memory = open_memory(charter, create=True)
     load = [round(x, 2) for x in os.getloadavg()]
+    meter = CpuMeter()
     t0 = time.monotonic()
     report = harvest(charter, memory=memory)
     wall = time.monotonic() - t0
+    cpu = meter.stop()
     texts = {p.id: (memory.page(url).text if memory.page(url) else "") for p, url in zip(pages, urls, strict=True)}
     metrics, per_doc = evaluate({p.id: p.gold for p in pages}, texts, bootstrap=0)
     events = {e["url"]: e for e in report.events}
@@ -124,6 +166,7 @@ def harvest_run(pages: list[Any], server: PageServer, mode: str, concurrency: in
     return {
         "mode": mode,
         "wall_s": round(wall, 2),
+        "cpu_s": cpu,
         "loadavg_at_start": load,
         "outcomes": report.counts(),
         "pages_stored": report.pages_stored,
@@ -180,10 +223,12 @@ async def _floor(urls: list[str], concurrency: int) -> tuple[float, int]:
 
 def floor_run(pages: list[Any], server: PageServer, concurrency: int) -> dict:
     load = [round(x, 2) for x in os.getloadavg()]
+    meter = CpuMeter()
     wall, loaded = asyncio.run(_floor([server.url(p) for p in pages], concurrency))
     return {
         "mode": "floor",
         "wall_s": round(wall, 2),
+        "cpu_s": meter.stop(),
         "loadavg_at_start": load,
         "pages_loaded": loaded,
         "pages_per_s": round(loaded / wall, 3),
@@ -222,24 +267,38 @@ def js_site_run() -> dict:
     }
 
 
+_SUMMED = ("wall_s", "cpu_s", "pages_per_s", "rendered_share", "f1", "precision", "recall")
+
+
 def _median(runs: list[dict], key: str) -> float | None:
     values = [r[key] for r in runs if r.get(key) is not None]
     return round(statistics.median(values), 4) if values else None
 
 
+def _pairs(runs: list[dict], first: str, second: str) -> list[tuple[dict, dict]]:
+    """(run of ``first``, run of ``second``) of each round that has both."""
+    rounds = sorted({r["round"] for r in runs})
+    by = {(r["round"], r["mode"]): r for r in runs}
+    return [(by[n, first], by[n, second]) for n in rounds if (n, first) in by and (n, second) in by]
+
+
 def summarize(runs: list[dict]) -> dict:
     by_mode = {m: [r for r in runs if r["mode"] == m] for m in MODES}
     medians = {
-        m: {k: _median(rs, k) for k in ("wall_s", "pages_per_s", "rendered_share", "f1", "precision", "recall")}
+        m: {k: _median(rs, k) for k in _SUMMED}
         | {"walls": [r["wall_s"] for r in rs]}
         for m, rs in by_mode.items()
         if rs
     }
     always, auto = medians.get("always", {}).get("wall_s"), medians.get("auto", {}).get("wall_s")
     speedup = round(always / auto, 3) if always and auto else None
+    cpu_always, cpu_auto = medians.get("always", {}).get("cpu_s"), medians.get("auto", {}).get("cpu_s")
+    paired = [a["wall_s"] / b["wall_s"] for a, b in _pairs(runs, "always", "auto")]
     return {
         "medians": medians,
         "speedup_auto_over_always": speedup,
+        "speedup_per_round": [round(x, 3) for x in paired],
+        "cpu_ratio_always_over_auto": round(cpu_always / cpu_auto, 3) if cpu_always and cpu_auto else None,
         "wall_ratio_auto_to_always": round(auto / always, 3) if always and auto else None,
         "target": {"speedup_min": TARGET_SPEEDUP, "auto_f1_min": TARGET_F1},
         "reached": {
@@ -252,13 +311,14 @@ def summarize(runs: list[dict]) -> dict:
 def _print(summary: dict, runs: list[dict], js: dict | None) -> None:
     for r in runs:
         extra = f"F1 {r['f1']:.4f}, rendered {r['rendered_share']:.1%}" if "f1" in r else f"{r['pages_loaded']} loaded"
-        print(f"round {r['round']} {r['mode']:6}: {r['wall_s']:7.1f} s, {r['pages_per_s']:.2f} pages/s, {extra} "
-              f"(load {r['loadavg_at_start']})")
+        print(f"round {r['round']} {r['mode']:6}: {r['wall_s']:7.1f} s ({r['cpu_s']} CPU-s), {r['pages_per_s']:.2f} "
+              f"pages/s, {extra} (load {r['loadavg_at_start']})")
     for mode, m in summary["medians"].items():
-        print(f"median {mode:6}: {m['wall_s']} s, {m['pages_per_s']} pages/s, rendered {m['rendered_share']}, "
-              f"F1 {m['f1']} (walls {m['walls']})")
-    print(f"auto is {summary['speedup_auto_over_always']}x faster than always (target {TARGET_SPEEDUP}x); "
-          f"reached: {summary['reached']}")
+        print(f"median {mode:6}: {m['wall_s']} s, {m['cpu_s']} CPU-s, {m['pages_per_s']} pages/s, rendered "
+              f"{m['rendered_share']}, F1 {m['f1']} (walls {m['walls']})")
+    print(f"auto is {summary['speedup_auto_over_always']}x faster than always (per round "
+          f"{summary['speedup_per_round']}; target {TARGET_SPEEDUP}x), and spends "
+          f"{summary['cpu_ratio_always_over_auto']}x less CPU; reached: {summary['reached']}")
     if js:
         print(f"JavaScript test site, auto: {js['needs_js_rendered']}/{js['needs_js']} pages that need a browser "
               f"rendered, {js['static_rendered']}/{js['static']} static pages rendered")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ... import url_safety
-from ...charter import url_allowed
+from ...charter import host_allowed, url_allowed
 
 __all__ = ["canonical_url", "filter_links", "is_http_url", "links_in", "request_url"]
 
@@ -67,6 +67,8 @@ def filter_links(links: Iterable[str], allowed_domains: list[str], *, base: str 
             continue
         parsed = url_safety.parse(link, base) if base else url_safety.parse(link)
         if parsed is None or parsed.scheme not in _HTTP or not parsed.host or parsed.has_credentials:
+            continue
+        if not host_allowed(parsed.host, allowed_domains):  # most links of a page: no canonical form needed
             continue
         absolute = parsed.href
         key = canonical_url(absolute)
