@@ -38,7 +38,7 @@ from .net.fetcher import FetchResult
 from .net.politeness import retry_after
 from .net.urls import canonical_url, links_in
 from .reader import PageRead
-from .render_need import decide, measure
+from .render_need import RenderSignals, decide, measure
 from .revalidate import FINGERPRINT_VERSION
 
 if TYPE_CHECKING:
@@ -91,37 +91,52 @@ async def read_static(
     if not _is_html_document(result, host.max_page_bytes):
         _keep_for_browser(source, event.url, result)
         return None
-    html = decode_html(result.body, dict(result.headers)) or ""
     selector = host.charter.selector_for(urlsplit(result.url).hostname)
-    region_html = select_region(html, selector) if selector else None
     t1 = time.monotonic()
-    extracted = await asyncio.to_thread(_extract, html, result, selector, region_html)
+    served = await asyncio.to_thread(_read_served, result, selector, mode == "auto")  # off the event loop
     event.timings.extract_s += time.monotonic() - t1
-    if mode == "auto" and _needs_browser(event, html, extracted, selector, region_html, host.settings.javascript):
+    if mode == "auto" and _needs_browser(event, served, selector, host.settings.javascript):
         _keep_for_browser(source, event.url, result)
         return None
     event.rendered = False
-    return await _queue(host, event, source, result, html, selector, region_html, extracted, t0)
+    return await _queue(host, event, source, result, served, selector, t0)
 
 
-def _needs_browser(
-    event: HarvestEvent,
-    html: str,
-    extracted: ExtractedPage | None,
-    selector: str | None,
-    region: str | None,
-    javascript: bool,
-) -> bool:
+@dataclass
+class _Served:
+    """The served HTML of a page as the static path reads it."""
+
+    html: str
+    region_html: str | None  # the charter's selector region, when it matched
+    extracted: ExtractedPage | None
+    signals: RenderSignals | None  # measured for render: auto
+    links: list[str]
+
+
+def _read_served(result: FetchResult, selector: str | None, auto: bool) -> _Served:
+    """Decode, extract (its selector's region when it matched, as ``ReadingHost.extract_read`` does), measure
+    the render signals (``auto``) and read the links of a served document."""
+    html = decode_html(result.body, dict(result.headers)) or ""
+    region_html = select_region(html, selector) if selector else None
+    headers = {k.lower(): v for k, v in result.headers}
+    extracted = extract_page(
+        html, result.url, headers=headers, region_html=region_html, selector=selector if region_html else None
+    )
+    signals = measure(html, extracted.text if extracted is not None else None) if auto else None
+    return _Served(html, region_html, extracted, signals, links_in(html, result.url))
+
+
+def _needs_browser(event: HarvestEvent, served: _Served, selector: str | None, javascript: bool) -> bool:
     """``render: auto``: the decision on the served HTML (its reasons and signals recorded in the event). With
     ``javascript: false`` a browser runs no script: only a meta refresh takes it elsewhere."""
-    signals = measure(html, extracted.text if extracted is not None else None)
-    reasons = list(decide(signals).reasons)
-    if selector and region is None and signals.scripts:
+    assert served.signals is not None
+    reasons = list(decide(served.signals).reasons)
+    if selector and served.region_html is None and served.signals.scripts:
         reasons.append("selector matched nothing in the served HTML")  # its scripts may build the region
     if not javascript:
         reasons = [r for r in reasons if r == "meta refresh"]
     event.render_reasons = reasons
-    event.render_signals = signals.as_record()
+    event.render_signals = served.signals.as_record()
     if reasons:
         logger.debug("%s needs the browser: %s", event.url, ", ".join(reasons))
     return bool(reasons)
@@ -132,10 +147,8 @@ async def _queue(
     event: HarvestEvent,
     source: StaticSource,
     result: FetchResult,
-    html: str,
+    served: _Served,
     selector: str | None,
-    region_html: str | None,
-    extracted: ExtractedPage | None,
     t0: float,
 ) -> tuple[list[str], bool]:
     """The page read from its served HTML: recorded (HAR, fingerprint), then the host's tail."""
@@ -156,27 +169,19 @@ async def _queue(
         "deps": {},
     }
     read = PageRead(
-        html=html,
+        html=served.html,
         final_url=final_url,
-        links=links_in(html, final_url),
+        links=served.links,
         headers=headers,
         status=result.status,
         content_type=result.content_type,
         fetched_at=now(),
         selector=selector,
-        region_html=region_html,
-        extracted=extracted,
+        region_html=served.region_html,
+        extracted=served.extracted,
     )
     event.timings.fetch_s = time.monotonic() - t0 - event.timings.extract_s
     return await host.extract_and_queue(event, read)
-
-
-def _extract(html: str, result: FetchResult, selector: str | None, region_html: str | None) -> ExtractedPage | None:
-    """What ``ReadingHost.extract_read`` extracts from a page (its selector's region when it matched)."""
-    headers = {k.lower(): v for k, v in result.headers}
-    return extract_page(
-        html, result.url, headers=headers, region_html=region_html, selector=selector if region_html else None
-    )
 
 
 def _is_html_document(result: FetchResult, cap: int) -> bool:

@@ -48,6 +48,7 @@ __all__ = ["PlaywrightReader", "count_aborted", "links_in"]
 
 logger = logging.getLogger(__name__)
 
+
 @dataclass
 class _Loaded:
     """What brt's navigation loaded: the response it returned, brt's own fetch of the document (live), the URL
