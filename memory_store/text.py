@@ -27,7 +27,7 @@ __all__ = [
     "BACKENDS", "CALENDAR_WORDS", "CONTEXT_STOP_WORDS", "CRITERION_STOP_WORDS", "DEFAULT_BACKEND",
     "HEADING_MAX_WORDS", "LIST_MARKER", "MONTHS", "MONTH_NAMES", "SLUG_STOP_WORDS", "STOP_WORDS",
     "TOPIC_STOP_WORDS", "WEEKDAYS", "collapse", "content_words", "is_heading", "is_list_item", "sentence_spans",
-    "sentences", "singular", "split_lines", "stem", "terms",
+    "sentences", "singular", "split_lines", "stem", "terms", "words",
 ]
 
 DEFAULT_BACKEND = "syntok"
@@ -230,6 +230,11 @@ def stem(word: str) -> str:
                 return base[: -len(suffix)]
         return base
     return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words of ``text``, stop words included, in order."""
+    return _WORD.findall(text.lower())
 
 
 def content_words(text: str) -> list[str]:

@@ -27,6 +27,16 @@ def _err(message: str) -> None:
     click.echo(message, err=True)
 
 
+#: Printed whenever --browser-url is given (a warning, shown even with --quiet).
+ATTACH_WARNING = (
+    "warning: --browser-url attaches to a browser brt did not launch, so brt cannot hold its connections to the "
+    "charter's allowed_domains: workers, keepalive requests, preconnects, WebRTC and redirected subresources "
+    "of the pages it reads may reach other hosts, internal ones included. The harvest's audit trail records "
+    "egress as not enforced. Leave out --browser-url to let brt launch a browser whose every connection goes "
+    "through its egress proxy."
+)
+
+
 def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Map library errors to a clear message and an exit code, at one place."""
 
@@ -150,6 +160,8 @@ def harvest(
     from .harvest.summary import format_summary, summarize
 
     c = service.load(charter)
+    if browser_url:
+        _err(ATTACH_WARNING)
     progress = _progress()
     try:
         report = run_harvest(
@@ -175,7 +187,7 @@ def harvest(
     for e in report.events:
         if e.get("outcome") != "stored":
             click.echo(f"  {e.get('outcome')}: {e.get('url')} ({e.get('reason')})")
-    click.echo(format_summary(summarize(report.events, report.elapsed_s)))
+    click.echo(format_summary(report.summary_table or summarize(report.events, report.elapsed_s)))
 
 
 @cli.command()
@@ -508,16 +520,46 @@ def restore(snapshot: str, new_id: str | None, charter_out: str | None, force: b
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["html", "csv", "md"]), default="html", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
+@click.option("--check", "check_md", type=click.Path(exists=True, dir_okay=False),
+              help="Instead: the HTML view of `brt check` of this Markdown report against SOURCE.")
 @_handle_errors
-def report(source: str, fmt: str, out: str | None) -> None:
+def report(source: str, fmt: str, out: str | None, check_md: str | None = None) -> None:
     """The last synthesis of a charter (CHARTER) or a snapshot (SNAPSHOT.jsonl) as HTML, CSV or Markdown."""
+    from .audit.report import check_view
     from .audit.report import report as run_report
 
-    result = run_report(source, fmt=fmt, out=out)
+    if check_md is not None and fmt != "html":
+        raise click.UsageError("--check gives an HTML view: leave --format out (or give html)")
+    result = check_view(source, check_md, out=out) if check_md else run_report(source, fmt=fmt, out=out)
     if result.path is None:
         click.echo(result.text, nl=False)
     else:
         _err(f"wrote {result.path}")
+
+
+@cli.command()
+@click.argument("report_file", metavar="REPORT", type=click.Path(exists=True, dir_okay=False))
+@click.option("--charter", "charter_file", type=click.Path(dir_okay=False),
+              help="Check against this charter's store (and its allowed_domains).")
+@click.option("--snapshot", type=click.Path(dir_okay=False),
+              help="Check against this audit snapshot (.jsonl), e.g. after /clean.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@_handle_errors
+def check(report_file: str, charter_file: str | None, snapshot: str | None, as_json: bool) -> None:
+    """Check a Markdown report against the charter's evidence: quotes verbatim, citations harvested with the
+    right date, claims cited and supported. Exit 1 when it fails."""
+    from . import service
+
+    if charter_file is None and snapshot is None:
+        raise click.UsageError("give --charter CHARTER (its store) or --snapshot SNAPSHOT.jsonl")
+    result = service.check(report_file, charter=charter_file, snapshot=snapshot)
+    if as_json:
+        _print_json(service.check_json(result))
+    else:
+        for line in result.lines():
+            click.echo(line)
+    if not result.ok:
+        sys.exit(EXIT_FAILURE)
 
 
 @cli.command("ls")

@@ -17,6 +17,7 @@ from .config import open_memory, store_exists
 if TYPE_CHECKING:
     from memory_store import CheckResult, Hit, Memory
 
+    from .audit.check import CheckReport
     from .charter import Charter
     from .clean import CleanResult
     from .evidence import SynthesisResult
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Quote",
     "StatusDoc",
+    "check",
+    "check_json",
     "clean_json",
     "harvest_json",
     "hit_json",
@@ -33,8 +36,10 @@ __all__ = [
     "require_store",
     "search",
     "search_json",
+    "section_json",
     "status",
     "synthesis_json",
+    "judgements_json",
 ]
 
 #: Wraps text taken from a page (``mcp_server.quote_untrusted``): (text, source URL) -> quoted text.
@@ -145,33 +150,14 @@ def synthesis_json(
     result: SynthesisResult, quote: Quote | None = None, url: UrlView | None = None
 ) -> dict[str, Any]:
     """A synthesis: the document written beside the Markdown (``SynthesisResult.to_json``: per section its
-    blocks and gaps) with each block's citation, the counts of answered sections and gaps, and the paths
-    written. With ``quote`` every quote (a block's and its other sources', ``also_at``) is wrapped as untrusted
-    page text, the blocks' Markdown lines (which embed the quote) are left out, and the dates are escaped;
-    ``url`` gives every URL as an agent may see it."""
-    from .evidence import display_url
-
-    view = url or _same
+    blocks and gaps, the acceptance verdicts, conflicts and agreements) with each block's citation, the counts
+    of answered sections and gaps, and the paths written. With ``quote`` every quote (a block's and its other
+    sources', ``also_at``, and each side of a conflict) and every value or word taken from a page is wrapped
+    as untrusted page text, the blocks' Markdown lines (which embed the quote) are left out, and the dates are
+    escaped; ``url`` gives every URL as an agent may see it."""
     doc = result.to_json()
-    for section, data in zip(result.sections, doc["sections"], strict=True):
-        for block, out in zip(section.blocks, data["blocks"], strict=True):
-            date = str(block.last_updated or "unknown")
-            if quote is not None:
-                date = quote(date, block.url) if not _is_date(date) else date
-            cited = view(display_url(block.url))
-            out["citation"] = f"[{block.label} Evidence #{block.n}] — {cited} (last updated: {date})"
-            if quote is not None and _is_date(date):  # the charter's label, a percent-encoded URL, a date
-                from .untrusted import trusted
-
-                out["citation"] = trusted(out["citation"])
-            out["url"] = view(block.url)
-            for source in out.get("also_at") or []:
-                source["url"] = view(source.get("url"))
-                if quote is not None and source.get("quote") is not None:
-                    source["quote"] = quote(source["quote"], source.get("url"))
-            if quote is not None:
-                out["quote"] = quote(block.quote, block.url)
-                out.pop("markdown", None)
+    doc["sections"] = [section_json(data, quote, url) for data in doc["sections"]]
+    judgements_json(doc, quote, url)
     doc["answered"] = sum(1 for s in result.sections if s.blocks)
     doc["gaps"] = sum(len(s.gaps) for s in result.sections)
     doc["doc_path"] = str(result.doc_path) if result.doc_path else None
@@ -179,10 +165,86 @@ def synthesis_json(
     return doc
 
 
+def section_json(data: dict[str, Any], quote: Quote | None = None, url: UrlView | None = None) -> dict[str, Any]:
+    """One section of a synthesis document (as ``SynthesisResult.to_json`` or the store's recorded synthesis
+    holds it) with each block's citation; ``quote`` and ``url`` as in :func:`synthesis_json`."""
+    from .evidence import display_url
+
+    view = url or _same
+    out = dict(data)
+    out["blocks"] = []
+    for block in data.get("blocks") or []:
+        b = dict(block)
+        date = str(b.get("last_updated") or "unknown")
+        if quote is not None and not _is_date(date):
+            date = quote(date, b.get("url")) or date
+        cited = view(display_url(str(b.get("url") or "")))
+        b["citation"] = f"[{data.get('label')} Evidence #{b.get('n')}] — {cited} (last updated: {date})"
+        if quote is not None and _is_date(date):  # the charter's label, a percent-encoded URL, a date
+            from .untrusted import trusted
+
+            b["citation"] = trusted(b["citation"])
+        b["also_at"] = [dict(a) for a in b.get("also_at") or []]
+        for source in b["also_at"]:
+            source["url"] = view(source.get("url"))
+            if quote is not None and source.get("quote") is not None:
+                source["quote"] = quote(source["quote"], source.get("url"))
+        if quote is not None:
+            b["quote"] = quote(b.get("quote"), b.get("url"))
+            b.pop("markdown", None)
+        b["url"] = view(b.get("url"))
+        out["blocks"].append(b)
+    return out
+
+
+def judgements_json(doc: dict[str, Any], quote: Quote | None = None, url: UrlView | None = None) -> None:
+    """The acceptance verdicts, conflicts and agreements of a synthesis document, for an agent (in place): with
+    ``quote``, each quote, value and context word taken from a page is wrapped as untrusted page text and
+    each reason escaped; ``url`` gives every URL as an agent may see it."""
+    view = url or _same
+    q = quote or _plain
+    words = "brt conflict detection (words from harvested pages)"
+    for conflict in doc.get("conflicts") or []:
+        for side in ("a", "b"):
+            claim = conflict.get(side) or {}
+            source = claim.get("url")
+            claim.update(quote=q(claim.get("quote"), source), value=q(claim.get("value"), source), url=view(source))
+        conflict["about"] = [q(w, words) for w in conflict.get("about") or []]
+    for agreement in doc.get("agreements") or []:
+        agreement["value"] = q(agreement.get("value"), words)
+        agreement["about"] = [q(w, words) for w in agreement.get("about") or []]
+        agreement["urls"] = [view(u) for u in agreement.get("urls") or []]
+    for verdict in doc.get("acceptance") or []:
+        if quote is not None:
+            from .untrusted import escape_untrusted
+
+            verdict["reason"] = escape_untrusted(str(verdict.get("reason") or ""))
+        for support in verdict.get("support") or []:
+            support["url"] = view(support.get("url"))
+
+
 def _is_date(text: str) -> bool:
     import re
 
     return text == "unknown" or re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", text) is not None
+
+
+def check(report: str | Path, *, charter: str | Path | None = None, snapshot: str | Path | None = None) -> CheckReport:
+    """``brt check``: the report at ``report`` checked against the charter's store, or against ``snapshot``
+    (with ``charter`` too, its allowlist is the one checked)."""
+    from .audit.check import check_report
+
+    loaded = load(charter) if charter else None
+    if loaded is not None and snapshot is None:
+        require_store(loaded, next_step="harvest it first, or check against its snapshot (after clean)")
+    return check_report(report, charter=loaded, snapshot=snapshot)
+
+
+def check_json(result: CheckReport, quote: Quote | None = None, url: UrlView | None = None) -> dict[str, Any]:
+    """A check (``brt check --json``, MCP ``check_report``); ``quote`` wraps text from the report and the pages."""
+    from .audit.check import report_json
+
+    return report_json(result, quote, url)
 
 
 def harvest_json(report: HarvestReport) -> dict[str, Any]:

@@ -1,9 +1,10 @@
-"""brt's MCP tools for audits: ``verify``, ``restore``, ``report``, ``list_charters`` and
-``charter_init``, thin wrappers over this package, registered by ``orchestrator.mcp_server``. Like every tool
+"""brt's MCP tools for audits: ``verify``, ``restore``, ``report``, ``list_charters``, ``charter_init`` and
+``check_report``, thin wrappers over this package, registered by ``orchestrator.mcp_server``. Like every tool
 there, they only parse arguments and render; their results go through ``untrusted.agent_document`` (through
-``result``), so text from pages and snapshots (failure messages name harvested URLs, a snapshot names its
-charter) reaches the agent quoted, and a report is written to a file, never returned as text. Files are written
-under ``$BRT_HOME`` only, with no symlink followed (``files.write_file``)."""
+``result``), so text from pages, snapshots and reports (failure messages name harvested URLs, a snapshot names
+its charter, a report's claims are an agent's draft) reaches the agent quoted, and a report is written to a file
+under ``$BRT_HOME/reports`` (through ``safe_paths``), never returned as text. Files are written under
+``$BRT_HOME`` only, with no symlink followed (``files.write_file``)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp_types import CallToolResult
 from pydantic import Field
 
+from ..mcp_schemas import CatalogOut, CharterInitOut, CheckOut, ReportOut, RestoreOut, VerifyOut
 from ..untrusted import trusted
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["register_audit_tools"]
+__all__ = ["register_audit_tools", "register_check_tool"]
 
 
 def register_audit_tools(
@@ -38,9 +40,10 @@ def register_audit_tools(
     creates = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
 
     def snapshot_file(path: str) -> Path:
-        if not path.endswith(".jsonl"):
-            raise tool_error("snapshot_path must be a snapshot file (.jsonl)")
-        return Path(path).expanduser()
+        return _file_of(path, (".jsonl",), "snapshot_path must be a snapshot file (.jsonl)", tool_error)
+
+    def markdown_file(path: str) -> Path:
+        return _file_of(path, (".md", ".markdown"), "check_path must be a Markdown file (.md)", tool_error)
 
     @server.tool(
         title="Verify a snapshot",
@@ -53,7 +56,7 @@ def register_audit_tools(
     async def verify(
         snapshot_path: Annotated[str, Field(description="Path of the snapshot (.jsonl).", min_length=1)],
         check_har: Annotated[bool, Field(description="Also check the HAR beside the snapshot.")] = True,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, VerifyOut]:
         from .verify import verify as run_verify
 
         path = snapshot_file(snapshot_path)
@@ -75,7 +78,7 @@ def register_audit_tools(
         charter_id: Annotated[
             str | None, Field(description="Restore under this charter id (default: the snapshot's).")
         ] = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, RestoreOut]:
         from .restore import restore as run_restore
 
         path = snapshot_file(snapshot_path)
@@ -85,7 +88,10 @@ def register_audit_tools(
     @server.tool(
         title="Write a report",
         description="The last synthesis of a charter (its charter file) or the synthesis recorded in a snapshot "
-        "(.jsonl) as HTML, CSV or Markdown, written to $BRT_HOME/reports/<name>.<format> (never elsewhere). "
+        "(.jsonl) as HTML, CSV or Markdown, written to $BRT_HOME/reports/<name>.<format> (never elsewhere, "
+        "never over a file brt did not write, and never through a link: one there is replaced). With check_path "
+        "(a Markdown report): the HTML view of the check of that report against the source instead, written to "
+        "$BRT_HOME/reports/<name>-check.html. "
         "Returns the file's path and counts, not its text: the report quotes harvested pages.",
         annotations=ToolAnnotations(
             readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
@@ -98,33 +104,18 @@ def register_audit_tools(
         format: Annotated[  # noqa: A002 - the tool's argument name
             Literal["html", "csv", "md"], Field(description="html (one offline page), csv or md.")
         ] = "html",
-    ) -> CallToolResult:
-        from ..config import brt_home
-        from .bundle import load_bundle
-        from .report import write_report
-
+        check_path: Annotated[
+            str | None, Field(description="A Markdown report (.md) to check against the source (HTML only).")
+        ] = None,
+    ) -> Annotated[CallToolResult, ReportOut]:
         if not source_path.endswith((".yaml", ".yml", ".json", ".jsonl")):
             raise tool_error("source_path must be a charter file (.yaml, .yml, .json) or a snapshot (.jsonl)")
+        if check_path is not None:
+            markdown_file(check_path)
+            if format != "html":
+                raise tool_error("the check of a report is an HTML view: give format html (or leave it out)")
         source = Path(source_path).expanduser()
-
-        def run() -> dict[str, Any]:
-            bundle = load_bundle(source)
-            name = source.stem if bundle.origin == "snapshot" else bundle.charter_id
-            done = write_report(bundle, fmt=format, out=brt_home() / "reports" / f"{name}.{format}",
-                                within=[brt_home()])
-            sections = bundle.sections
-            return {
-                "charter_id": bundle.charter_id,
-                "origin": bundle.origin,
-                "format": format,
-                "path": str(done.path),
-                "bytes": done.path.stat().st_size if done.path else 0,
-                "sections": len(sections),
-                "blocks": sum(len(s.get("blocks") or []) for s in sections),
-                "gaps": sum(len(s.get("gaps") or []) for s in sections),
-            }
-
-        return result(await call(run))
+        return result(await call(lambda: _write_report(source, format, check_path)))
 
     @server.tool(
         title="List charters and snapshots",
@@ -132,7 +123,7 @@ def register_audit_tools(
         "synthesis) and the snapshots under $BRT_HOME/snapshots (charter id, pages, chunks, last harvest, size).",
         annotations=read_only,
     )
-    async def list_charters() -> CallToolResult:
+    async def list_charters() -> Annotated[CallToolResult, CatalogOut]:
         from .catalog import ls
 
         catalog = await call(ls)
@@ -155,7 +146,7 @@ def register_audit_tools(
         sections: Annotated[list[str] | None, Field(description="More questions, one section each.")] = None,
         write: Annotated[bool, Field(description="Write the file (false: only return the text).")] = True,
         overwrite: Annotated[bool, Field(description="Replace an existing charter of that id.")] = False,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, CharterInitOut]:
         from ..config import brt_home
         from .starter import charter_init as run_init
         from .starter import starter_text
@@ -170,3 +161,114 @@ def register_audit_tools(
             return {"charter_id": cid, "path": str(path) if path else None, "text": trusted(text)}  # the agent's
 
         return result(await call(run))
+
+    register_check_tool(server, call=call, result=result, tool_error=tool_error)
+
+
+def _file_of(path: str, suffixes: tuple[str, ...], message: str, tool_error: Callable[[str], Exception]) -> Path:
+    if not path.endswith(suffixes):
+        raise tool_error(message)
+    return Path(path).expanduser()
+
+
+def register_check_tool(
+    server: MCPServer,
+    *,
+    call: Callable[[Callable[[], Any]], Awaitable[Any]],
+    result: Callable[[dict[str, Any]], CallToolResult],
+    tool_error: Callable[[str], Exception],
+) -> None:
+    """Add ``check_report`` (``brt check`` for an agent's draft) to brt's MCP server."""
+    from mcp_types import ToolAnnotations
+
+    read_only = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+
+    @server.tool(
+        title="Check a report",
+        description="Check a Markdown report (an agent's draft) against the charter's evidence, offline: every "
+        "attributed quote verbatim in a stored chunk of the cited URL, every cited URL harvested under the "
+        "charter (allowlist and store) with its last-updated date, every claim cited or marked unsupported, and "
+        "cited claims without a quote scored against the cited page (supported, weakly supported, not found "
+        "there). Give charter_path (its store) or snapshot_path (after clean). Returns per claim its line, "
+        "verdict, evidence and problems, the totals, citation_rate, quote_accuracy, supported_rate, and ok (the "
+        "CLI's exit 0). Text from the report and the pages comes back as quoted untrusted content.",
+        annotations=read_only,
+    )
+    async def check_report(
+        report_path: Annotated[str, Field(description="The Markdown report to check (.md).", min_length=1)],
+        charter_path: Annotated[
+            str | None, Field(description="The charter file: check against its store and allowed_domains.")
+        ] = None,
+        snapshot_path: Annotated[
+            str | None, Field(description="An audit snapshot (.jsonl) to check against instead (after clean).")
+        ] = None,
+    ) -> Annotated[CallToolResult, CheckOut]:
+        from .. import service
+        from ..untrusted import quote_untrusted, safe_url
+
+        report_file = _file_of(report_path, (".md", ".markdown"), "report_path must be a Markdown file (.md)",
+                               tool_error)
+        if charter_path is None and snapshot_path is None:
+            raise tool_error("give charter_path (check against its store) or snapshot_path (a .jsonl snapshot)")
+        snapshot = None
+        if snapshot_path is not None:
+            snapshot = _file_of(snapshot_path, (".jsonl",), "snapshot_path must be a snapshot file (.jsonl)",
+                                tool_error)
+        done = await call(lambda: service.check(report_file, charter=charter_path, snapshot=snapshot))
+        return result(service.check_json(done, quote=quote_untrusted, url=safe_url))
+
+
+def _report_path(home: Path, name: str) -> Path:
+    """``$BRT_HOME/reports/<name>`` for the ``report`` tool: a regular file there that brt did not write (or that
+    changed since) is refused (``safe_paths.check_not_foreign``); a symlink there is replaced, never followed,
+    and no folder on the way may be one (``files.write_file`` with ``within=[$BRT_HOME]``)."""
+    from ..safe_paths import check_not_foreign
+
+    out = home / "reports" / name
+    if not out.is_symlink():
+        check_not_foreign([out])
+    return out
+
+
+def _write_report(source: Path, fmt: str, check_path: str | None) -> dict[str, Any]:
+    """Write the report (or the check's HTML view) of ``source`` under ``$BRT_HOME/reports``, never over a file
+    brt did not write and never through a link; returns what the ``report`` tool says of it."""
+    from ..config import brt_home
+    from ..safe_paths import record_written
+    from .bundle import load_bundle
+    from .report import check_view, write_report
+
+    home = brt_home()
+    if check_path is not None:
+        out = _report_path(home, f"{_source_name(source)}-check.html")
+        done = check_view(source, check_path, out=out, within=[home])
+        record_written([done.path])
+        assert done.check is not None
+        return {"charter_id": done.check.charter_id, "origin": done.check.origin, "format": "html",
+                "path": str(done.path), "bytes": done.path.stat().st_size if done.path else 0,
+                "check": {"ok": done.check.ok, "verdict": trusted(done.check.verdict()),
+                          **done.check.rates()}}
+    bundle = load_bundle(source)
+    name = source.stem if bundle.origin == "snapshot" else bundle.charter_id
+    done = write_report(bundle, fmt=fmt, out=_report_path(home, f"{name}.{fmt}"), within=[home])
+    record_written([done.path])
+    sections = bundle.sections
+    return {
+        "charter_id": bundle.charter_id,
+        "origin": bundle.origin,
+        "format": fmt,
+        "path": str(done.path),
+        "bytes": done.path.stat().st_size if done.path else 0,
+        "sections": len(sections),
+        "blocks": sum(len(s.get("blocks") or []) for s in sections),
+        "gaps": sum(len(s.get("gaps") or []) for s in sections),
+    }
+
+
+def _source_name(source: Path) -> str:
+    """A snapshot's file stem, or the id of a charter file."""
+    if source.suffix.lower() == ".jsonl":
+        return source.stem
+    from ..charter import load_charter
+
+    return load_charter(source).id

@@ -1,15 +1,20 @@
 """``brt report CHARTER|SNAPSHOT --format html|csv|md [--out PATH]``: the last synthesis as a document people
-read (HTML, self-contained), a table spreadsheets open (CSV) or Markdown."""
+read (HTML, self-contained), a table spreadsheets open (CSV) or Markdown; with ``--check REPORT.md``, the
+HTML view of ``brt check`` of that report against the charter's store or the snapshot."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .bundle import AuditBundle, load_bundle
 from .errors import ReportError
 
-__all__ = ["FORMATS", "ReportResult", "render", "report", "write_report"]
+if TYPE_CHECKING:
+    from .check import CheckReport
+
+__all__ = ["FORMATS", "ReportResult", "check_view", "render", "report", "write_report"]
 
 FORMATS = ("html", "csv", "md")
 
@@ -19,7 +24,8 @@ class ReportResult:
     format: str
     text: str
     path: Path | None
-    bundle: AuditBundle
+    bundle: AuditBundle | None
+    check: CheckReport | None = None
 
 
 def render(bundle: AuditBundle, fmt: str) -> str:
@@ -49,10 +55,30 @@ def write_report(bundle: AuditBundle, *, fmt: str = "html", out: str | Path | No
                  within: list[Path] | None = None) -> ReportResult:
     """``report`` of a bundle already loaded (``bundle.load_bundle``), written with ``files.write_file`` (a
     symlink at ``out`` is replaced, never followed; ``within``: no symlinked folder below these roots)."""
+    text = render(bundle, fmt)
+    return ReportResult(fmt, text, _write(text, out, within), bundle)
+
+
+def check_view(source: str | Path, report_md: str | Path, *, out: str | Path | None = None,
+               within: list[Path] | None = None) -> ReportResult:
+    """The HTML view of ``brt check`` of the Markdown report ``report_md`` against ``source``: a charter file
+    (its store) or a snapshot (``.jsonl``); written to ``out`` when given, as :func:`write_report` writes."""
+    from ..charter import load_charter
+    from .check import check_report
+    from .report_html import render_check_html
+
+    src = Path(source).expanduser()
+    if src.suffix.lower() == ".jsonl":
+        result = check_report(report_md, snapshot=src)
+    else:
+        result = check_report(report_md, charter=load_charter(src))
+    text = render_check_html(result)
+    return ReportResult("html", text, _write(text, out, within), None, result)
+
+
+def _write(text: str, out: str | Path | None, within: list[Path] | None) -> Path | None:
     from ..files import write_file
 
-    text = render(bundle, fmt)
-    path = None
-    if out is not None:
-        path = write_file(Path(out).expanduser(), text, within=within)
-    return ReportResult(fmt, text, path, bundle)
+    if out is None:
+        return None
+    return write_file(Path(out).expanduser(), text, within=within)

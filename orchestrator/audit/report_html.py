@@ -16,9 +16,10 @@ from urllib.parse import urlsplit
 
 from .. import __version__
 from .bundle import AuditBundle
+from .check import CheckReport, ClaimResult
 from .concept_svg import render_svg
 
-__all__ = ["render_html"]
+__all__ = ["render_check_html", "render_html"]
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
@@ -253,3 +254,75 @@ def _concepts(bundle: AuditBundle) -> list[str]:
     return out + [f'<div class="map">{svg}</div>',
                   '<p class="note">Thick border: a section was routed there. Solid: is-a; dashed: part-of; '
                   "dotted: influences.</p></section>"]
+
+
+# -- the check of a report (``brt report SOURCE --check REPORT.md``) -------------------------------------------
+
+_UNRESOLVED = ' <span class="flag">unresolved</span>'
+_VERDICT_CLASS = {"quoted": "v-covered", "supported": "v-covered", "marked unsupported": "v-partial",
+                  "weakly supported": "v-partial"}
+
+
+def render_check_html(check: CheckReport) -> str:
+    """``brt check`` of a report as one self-contained HTML document: the verdict and rates, then one row per
+    claim (line, verdict, text, citations, evidence, problems). Every string is escaped; links go only to
+    http(s) URLs."""
+    rates = check.rates()
+    totals = check.totals()
+    status = "passed" if check.ok else "failed"
+    shown = " · ".join(f"{k.replace('_', ' ')} {v:.2f}" if v is not None else f"{k.replace('_', ' ')} n/a"
+                       for k, v in rates.items())
+    counts = ", ".join(f"{n} {v}" for v, n in totals["verdicts"].items())
+    rows = [_check_row(c) for c in check.claims]
+    body = [
+        "<header>",
+        f"<h1>Check of {_e(check.report.name)}</h1>",
+        f'<p class="meta">Charter <code>{_e(check.charter_id)}</code> · checked against the {_e(check.origin)} '
+        f"{_e(check.source_path.name)} · brt {_e(__version__)}</p>",
+        f'<p><span class="{"v-covered" if check.ok else "v-not-covered"}">{_e(status.upper())}</span> · '
+        f"{_e(shown)}</p>",
+        f'<p class="meta">{totals["claims"]} claims: {_e(counts) or "none"}; {totals["quotes"]} quotes, '
+        f'{totals["citations"]} citations ({totals["citations_resolved"]} resolved), {totals["gaps"]} gaps.</p>',
+        "</header><main>",
+        '<section id="claims"><h2>Claims</h2>',
+        "<table><thead><tr><th>Line</th><th>Verdict</th><th>Claim</th><th>Citations</th><th>Evidence</th>"
+        "<th>Problems</th></tr></thead><tbody>",
+        *rows,
+        "</tbody></table></section></main>",
+        '<footer>no evidence, no claim.</footer>',
+    ]
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+            '<meta name="referrer" content="no-referrer">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>Check of {_e(check.report.name)} · brt</title>",
+            f"<style>{_CSS}</style></head><body>",
+            *body,
+            "</body></html>",
+            "",
+        ]
+    )
+
+
+def _check_row(c: ClaimResult) -> str:
+    cls = _VERDICT_CLASS.get(c.verdict, "v-not-covered")
+    cites = "<br>".join(
+        f"{_link(x.page_url or x.url or '', _display(x.page_url or x.url or x.text))}"
+        f" · {_e(x.date or 'no date')}{'' if x.resolved else _UNRESOLVED}"
+        for x in c.citations
+    )
+    evidence = ""
+    if c.evidence is not None:
+        passage = f"“{_e(c.evidence.passage)}”" if c.evidence.passage else _e(c.evidence.chunk_id or "")
+        score = f" · score {c.evidence.score:.2f}" if c.evidence.score is not None else ""
+        where = _link(c.evidence.url or "", _display(c.evidence.url or ""))
+        evidence = f'{passage}<br><span class="cite">{where}{score}</span>'
+    for q in c.quotes:
+        if not q.verbatim and q.closest:
+            evidence += f'<br><span class="cite">closest on the cited page: “{_e(q.closest)}”</span>'
+    problems = "<br>".join(_e(p.message) for p in c.problems)
+    return (f'<tr id="line-{c.line}"><td>{c.line}</td><td class="{cls}">{_e(c.verdict)}</td><td>{_e(c.text)}</td>'
+            f"<td>{cites}</td><td>{evidence}</td><td>{problems}</td></tr>")

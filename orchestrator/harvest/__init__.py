@@ -8,14 +8,15 @@ Modules (data flows top to bottom):
 - ``crawl``: the breadth-first frontier, limits, politeness and retries, robots.txt, the extraction of what a
   reader read and its hand-over to ``writer`` (the store, in batches) and ``journal`` (events as they settle);
 - ``reader``: the ``PageReader`` interface the crawl drives, and the ``CrawlHost`` it offers readers;
-- ``readers/playwright`` (Playwright + Chromium: ``browser``, ``routes``, ``reader``) and
+- ``readers/playwright`` (Playwright + Chromium: ``browser``, ``routes``, ``replay``, ``bounds``, ``reader``) and
   ``readers/devtools_mcp`` (chrome-devtools-mcp: ``client``, ``reader``);
-- ``net/``: the document ``fetcher``, the SSRF ``guard``, ``urls`` (canonical form, link filter), ``politeness``
-  (per-host slots, backoff, retries, robots.txt);
+- ``net/``: the document ``fetcher``, the SSRF ``guard``, the browser's egress ``proxy``, ``urls`` (canonical form,
+  link filter), ``politeness`` (per-host slots, backoff, retries, robots.txt);
 - ``har`` (recording, merge, incomplete marks, replay maps and index), ``revalidate`` (``--refresh``
-  fingerprints), ``pdf``, ``extract`` (trafilatura), ``downloads``, ``crash`` (relaunches), ``launch`` (finding
-  the browser), ``pages`` (one page into the store: the harvest's and MCP ``add_page``'s path), ``models``
-  (events, report), ``summary``.
+  fingerprints), ``pdf`` (``pdf_child``: extraction in a killable child), ``extract`` (trafilatura),
+  ``detached`` (work a stopped harvest does not wait for), ``downloads``, ``crash`` (relaunches), ``launch``
+  (finding the browser, its flags), ``pages`` (one page into the store: the harvest's and MCP ``add_page``'s
+  path), ``models`` (events, report), ``summary``.
 
 A new reader implements ``reader.PageReader`` and is chosen in ``run.harvest_async``.
 """

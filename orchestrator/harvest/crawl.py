@@ -36,7 +36,7 @@ __all__ = ["MAX_LINKS", "Crawl"]
 
 logger = logging.getLogger(__name__)
 
-#: Links kept per stored page in its event (what a resume continues from).
+#: Links followed from one page at most (kept in its event: what a resume continues from).
 MAX_LINKS = 2000
 
 
@@ -155,6 +155,24 @@ class Crawl(ReadingHost):
     # -- the frontier -------------------------------------------------------------------------------------------
 
     async def breadth_first(self) -> None:
+        """The crawl's levels (``levels``) under ``max_duration_s``, a hard stop: when it passes, the pages
+        still being read are stopped (their events are settled as failed, saying so) and the crawl ends."""
+        task = asyncio.ensure_future(self.levels())
+        try:
+            done, _ = await asyncio.wait({task}, timeout=self.budget.remaining_s())
+        except asyncio.CancelledError:  # the harvest itself was cancelled
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        if done:
+            task.result()
+            return
+        self.budget.stop(self.budget.duration_reason())  # first: the stopped pages' events give it as reason
+        logger.warning("%s: stopping the pages still being read", self.budget.stop_reason)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    async def levels(self) -> None:
         """Seeds first, then the links found one hop further, level by level up to ``max_depth`` and
         ``max_pages``; each level is read ``len(reader.slots())`` pages at a time."""
         slots: asyncio.Queue[Any] = asyncio.Queue()
@@ -197,7 +215,8 @@ class Crawl(ReadingHost):
             links, queued, slot = await self.reader.visit(event, slot)
         except asyncio.CancelledError:  # the harvest was cancelled (Ctrl-C, an MCP job's cancel): still recorded
             if not queued:
-                self.finish(event, "failed", "cancelled")
+                stopped = self.budget.stop_reason
+                self.finish(event, "failed", f"stopped: {stopped}" if stopped else "cancelled")
             raise
         except Exception as exc:  # one page never stops the harvest
             logger.exception("unexpected error harvesting %s", url)
@@ -254,7 +273,7 @@ class Crawl(ReadingHost):
             return (links if refused == "skipped" else []), False
         event.links = filter_links(links, self.charter.allowed_domains)[:MAX_LINKS]
         await self.writer.put(Fetched(event, extracted, status, content_type or "text/html", fetched_at))
-        return links, True
+        return list(event.links), True  # the links a resume would follow: at most MAX_LINKS
 
     async def queue_pdf(
         self,
@@ -335,6 +354,8 @@ class Crawl(ReadingHost):
         summary = summarize(self.report.events, self.report.elapsed_s)
         if self.report.stopped:
             summary["stopped"] = self.report.stopped
+        if self.report.egress is not None:  # the audit trail says how the browser was held (net/proxy.py)
+            summary["egress"] = self.report.egress.as_record()
         self.report.summary_table = summary
         self.journal.record_summary(summary)
 

@@ -125,13 +125,14 @@ def har_error_urls(har: Path) -> set[str]:
     return urls
 
 
-def har_redirects(har: Path) -> dict[str, str]:
-    """Request URL -> absolute redirect target for every 3xx entry of a HAR file."""
+def har_redirects(har: Path) -> dict[str, list[str]]:
+    """Request URL -> the absolute redirect targets of its 3xx entries in a HAR file (every one: when a URL has
+    several entries, Playwright's HAR router picks one by the request's headers)."""
     try:
         entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HarvestError(f"cannot read the replay HAR {har}: {exc}") from exc
-    redirects: dict[str, str] = {}
+    redirects: dict[str, list[str]] = {}
     for entry in entries:
         try:
             url = entry["request"]["url"]
@@ -152,7 +153,9 @@ def har_redirects(har: Path) -> dict[str, str]:
         if location:
             from .. import url_safety  # the browser's reading of the Location
 
-            redirects[url] = url_safety.join(url, location) or location
+            target = url_safety.join(url, location) or location
+            if target not in redirects.setdefault(url, []):
+                redirects[url].append(target)
     return redirects
 
 

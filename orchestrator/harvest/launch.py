@@ -13,7 +13,7 @@ from memory_store.settings import settings
 
 from ..errors import BrowserNotFound
 
-__all__ = ["LAUNCH_ARGS", "existing_file", "find_browser", "find_browser_with"]
+__all__ = ["LAUNCH_ARGS", "egress_args", "existing_file", "find_browser", "find_browser_with"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +41,21 @@ LAUNCH_ARGS = [
     "--no-pings",
     "--disable-domain-reliability",
 ]
+
+
+
+def egress_args(proxy_url: str) -> list[str]:
+    """The flags that send every connection of the browser through brt's egress proxy (``net/proxy.py``):
+    ``--proxy-server``; ``--proxy-bypass-list=<-loopback>``, without which Chromium connects to loopback
+    hosts (127.0.0.0/8, localhost, [::1]) directly; and WebRTC kept off UDP that does not go through the
+    proxy (STUN, TURN over UDP): its TCP candidates (TURN over TCP) go through the proxy like the rest."""
+    return [
+        f"--proxy-server={proxy_url}",
+        "--proxy-bypass-list=<-loopback>",
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    ]
+
 
 _PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 

@@ -7,8 +7,9 @@
   whatever their outcome (stored, skipped, blocked, failed): a farm of text-less pages that each link to
   sixty new ones cannot keep a harvest going. URLs skipped as already stored make no request and are not
   counted.
-- ``harvest.max_duration_s`` (default ``DEFAULT_MAX_DURATION_S``) caps one run's wall time: no URL is
-  started after it (pages in flight finish within their ``timeout_s``).
+- ``harvest.max_duration_s`` (default ``DEFAULT_MAX_DURATION_S``) caps one run's wall time, a hard stop: no
+  URL is started after it, and the pages still being read then are stopped (their events say so); pages
+  already handed to the store writer are stored, then the run ends.
 - A full disk (ENOSPC, or a quota) while writing the store, the journal or a HAR stops the run at once:
   what was stored stays stored, and the harvest ends with :class:`~orchestrator.errors.DiskFull`.
 
@@ -93,6 +94,13 @@ class CrawlBudget:
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
 
+    def remaining_s(self) -> float:
+        """Seconds left until ``max_duration_s`` (0 when it has passed)."""
+        return max(0.0, self.max_duration_s - self.elapsed_s())
+
+    def duration_reason(self) -> str:
+        return f"max_duration_s reached ({self.max_duration_s:g} s)"
+
     def stop(self, reason: str) -> None:
         """End the run: no further URL is started (the first reason is kept)."""
         if self.stop_reason is None:
@@ -101,7 +109,7 @@ class CrawlBudget:
     def over(self) -> str | None:
         """Why the run must stop starting URLs (attempts, time, disk), or None."""
         if self.stop_reason is None and self.elapsed_s() >= self.max_duration_s:
-            self.stop(f"max_duration_s reached ({self.max_duration_s:g} s)")
+            self.stop(self.duration_reason())
         if self.stop_reason is None and self.attempts >= self.max_attempts:
             self.stop(f"max_attempts reached ({self.max_attempts} URLs attempted)")
         return self.stop_reason

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HTML_TYPES",
+    "Egress",
     "EventTimings",
     "Fetched",
     "HarvestEvent",
@@ -34,6 +35,32 @@ def media_type(headers: Mapping[str, str]) -> str | None:
         if key.lower() == "content-type":
             return value.split(";", 1)[0].strip().lower() or None
     return None
+
+
+#: Refused connections kept in a report's ``egress`` record at most (the count covers them all).
+MAX_REFUSALS_KEPT = 200
+
+
+@dataclass
+class Egress:
+    """How a harvest's browser was held to the allowlist (``net/proxy.py``): the ``egress`` record of the run's
+    ``harvest_summary``. ``enforced`` is False for a browser brt did not launch (``--browser-url``)."""
+
+    enforced: bool
+    # every connection through the egress proxy; the proxy refusing everything (replay); an attached browser:
+    # only the requests of brt's browser context through the proxy (best effort)
+    by: Literal["proxy", "replay", "context proxy"]
+    note: str = ""
+    refused: int = 0  # connections the proxy refused
+    refused_targets: list[str] = field(default_factory=list)  # "host:port: reason", the first MAX_REFUSALS_KEPT
+
+    def add_refused(self, targets: list[str]) -> None:
+        self.refused += len(targets)
+        room = MAX_REFUSALS_KEPT - len(self.refused_targets)
+        self.refused_targets.extend(targets[: max(0, room)])
+
+    def as_record(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass
@@ -71,6 +98,7 @@ class HarvestEvent:
     rendered: bool | None = None  # whether the browser rendered it (False: read from the HTML as served)
     render_reasons: list[str] = field(default_factory=list)  # auto: the signals that asked for the browser
     render_signals: dict[str, Any] | None = None  # auto: what the served HTML showed (render_need.py)
+    egress: str | None = None  # set when the browser that read it was not held to the allowlist (attached)
     navigated: bool = False  # the tab was navigated for it (else the tab is still clean; not recorded)
     replaces: bool = False  # it replaces a page the store held (does not count toward max_pages; not recorded)
 
@@ -104,6 +132,8 @@ class HarvestEvent:
                 extra["render_reasons"] = list(self.render_reasons)
             if self.render_signals is not None:
                 extra["render_signals"] = dict(self.render_signals)
+        if self.egress:
+            extra["egress"] = self.egress
         return extra | {
             "type": "harvest_event",
             "url": self.url,
@@ -151,6 +181,8 @@ class HarvestReport:
     har_incomplete: list[Path] = field(default_factory=list)  # HARs a browser crash cut short (marked so inside)
     summary_table: dict[str, Any] | None = None  # summary.summarize() of the events (also journaled)
     stopped: str | None = None  # why the run stopped early (max_attempts, max_duration_s, disk full: limits.py)
+    egress: Egress | None = None  # how the browser's connections were held (None: no browser was opened)
+    popups_closed: int = 0  # pages the harvest's browser opened by itself (window.open, target=_blank), closed
 
     def counts(self) -> dict[str, int]:
         """Events per outcome (all four outcomes present, zero included)."""
@@ -189,6 +221,8 @@ class HarvestReport:
             "har_paths": [str(p) for p in self.har_paths],
             "har_incomplete": [str(p) for p in self.har_incomplete],
             "stopped": self.stopped,
+            "egress": self.egress.as_record() if self.egress is not None else None,
+            "popups_closed": self.popups_closed,
             "events": list(self.events),
         }
 

@@ -1,4 +1,5 @@
-"""PDF responses: text per page with pypdf, one page record per PDF, each chunk's selector ``pdf#page=N``
+"""PDF responses: text per page with pypdf (in a child process killed past ``timeout_s`` or its memory limit:
+``pdf_child.py``), one page record per PDF, each chunk's selector ``pdf#page=N``
 (the PDF page its text starts on), ``last_updated`` from the PDF's metadata (ModDate, else CreationDate). The
 bytes are fetched by brt's document fetcher (allowlist and SSRF checked on every redirect hop, the byte cap
 counted while the body streams in), never by the browser.
@@ -10,7 +11,6 @@ counted while the body streams in), never by the browser.
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import re
 import time
@@ -28,11 +28,22 @@ if TYPE_CHECKING:
     from .net.fetcher import DocumentFetcher, FetchResult
     from .reader import CrawlHost
 
-__all__ = ["PDF_TYPES", "extract_pdf", "fetch_pdf", "is_pdf_candidate", "pdf_date", "set_page_selectors"]
+__all__ = [
+    "PDF_TYPES",
+    "PdfLimit",
+    "extract_pdf",
+    "extract_pdf_bounded",
+    "fetch_pdf",
+    "is_pdf_candidate",
+    "pdf_date",
+    "set_page_selectors",
+]
 
 logger = logging.getLogger(__name__)
 
 PDF_TYPES = ("application/pdf", "application/x-pdf")
+#: Address space a PDF's extraction may use (its time is the charter's ``timeout_s``).
+PDF_MEMORY_BYTES = 1 << 30
 _MIN_CHARS = 40
 _WS = re.compile(r"\s+")
 _PDF_DATE = re.compile(r"^(?:D:)?(\d{4})(\d{2})?(\d{2})?")
@@ -55,38 +66,61 @@ def pdf_date(value: Any) -> str | None:
 
 
 def extract_pdf(data: bytes, url: str) -> tuple[ExtractedPage | None, list[str]]:
-    """The PDF's text (pages separated by blank lines) and the text of each page. Raises ValueError for
-    bytes that are not a readable PDF."""
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    """The PDF's text (pages separated by blank lines) and the text of each page, read in this process. Raises
+    ValueError for bytes that are not a readable PDF. The harvest uses :func:`extract_pdf_bounded`."""
+    from .pdf_child import read_pdf
 
+    return _extracted(read_pdf(data), url)
+
+
+class PdfLimit(Exception):
+    """A PDF's extraction passed its time or memory limit and was stopped."""
+
+
+async def extract_pdf_bounded(
+    data: bytes, url: str, *, timeout_s: float, memory_bytes: int = PDF_MEMORY_BYTES
+) -> tuple[ExtractedPage | None, list[str]]:
+    """:func:`extract_pdf` in a child process (``pdf_child.py``) that is killed after ``timeout_s`` or when it
+    needs more than ``memory_bytes`` of address space (PdfLimit); also killed when the harvest stops or is
+    cancelled meanwhile. Raises ValueError for bytes that are not a readable PDF."""
+    import json
+    import math
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("pdf_child.py")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-I", str(script), str(int(memory_bytes)), str(max(1, math.ceil(timeout_s)) + 1),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )
     try:
-        reader = PdfReader(io.BytesIO(data))
-        texts = []
-        for page in reader.pages:
-            try:
-                texts.append((page.extract_text() or "").strip())
-            except Exception as exc:  # one bad page does not lose the others
-                logger.info("cannot read a page of %s: %s", url, exc)
-                texts.append("")
-        meta = reader.metadata or {}
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
-        raise ValueError(f"unreadable PDF: {exc}") from exc
+        out, _ = await asyncio.wait_for(proc.communicate(data), timeout=timeout_s)
+    except asyncio.TimeoutError:
+        raise PdfLimit(f"PDF extraction stopped after {timeout_s:g} s (timeout_s)") from None
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    try:
+        raw = json.loads(out.decode("utf-8"))
+    except ValueError:
+        raw = None
+    if proc.returncode != 0 or not isinstance(raw, dict) or raw.get("limit"):  # a limit's signal, or MemoryError
+        raise PdfLimit(f"PDF extraction stopped: over its limits ({memory_bytes // 1_048_576} MB, {timeout_s:g} s)")
+    if "error" in raw:
+        raise ValueError(str(raw["error"]))
+    return _extracted(raw, url)
+
+
+def _extracted(raw: dict[str, Any], url: str) -> tuple[ExtractedPage | None, list[str]]:
+    texts = [str(t) for t in raw.get("texts") or []]
     text = "\n\n".join(t for t in texts if t)
     if len(text) < _MIN_CHARS:
         return None, texts
-    title = None
-    last_updated = source = None
-    try:
-        title = (meta.get("/Title") or None) and str(meta.get("/Title")).strip() or None
-        modified = pdf_date(meta.get("/ModDate"))
-        created = pdf_date(meta.get("/CreationDate"))
-    except Exception:  # odd metadata types
-        modified = created = None
-    if modified:
-        last_updated, source = modified, "modified"
-    elif created:
-        last_updated, source = created, "published"
+    title = str(raw.get("title") or "").strip() or None
+    modified, created = pdf_date(raw.get("modified")), pdf_date(raw.get("created"))
+    last_updated = modified or created
+    source = "modified" if modified else "published" if created else None
     extracted = ExtractedPage(
         url=url,
         title=title,
@@ -187,9 +221,13 @@ async def fetch_pdf(
         return [], False
     t1 = time.monotonic()
     try:
-        extracted, page_texts = await asyncio.to_thread(extract_pdf, data, url)
+        extracted, page_texts = await extract_pdf_bounded(data, url, timeout_s=float(host.settings.timeout_s))
     except ValueError as exc:
         host.finish(event, "skipped", str(exc))
+        return [], False
+    except PdfLimit as exc:
+        logger.info("%s: %s", url, exc)
+        host.finish(event, "failed", str(exc))
         return [], False
     finally:
         event.timings.extract_s = time.monotonic() - t1

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from ..errors import BrowserNotFound, HarvestError, RayUnavailable, RayWorkerLost, first_line
 from .crash import failed_attempt
 from .har import har_name, mark_incomplete
-from .models import HarvestEvent
+from .models import Egress, HarvestEvent
 from .ray_worker import BrowserWorker, EmbedWorker, VisitResult, WorkerClosed
 
 if TYPE_CHECKING:
@@ -360,6 +360,12 @@ class RayReader:
                 aborted[kind] = aborted.get(kind, 0) + n
         report.aborted_requests = dict(sorted(aborted.items()))
         report.browser_relaunches = sum(c.browser_relaunches for c in self.closed)
+        held = [c.egress for c in self.closed if c.egress is not None]
+        if held:  # every worker's browser went through its own egress proxy
+            report.egress = Egress(enforced=all(e.enforced for e in held), by=held[0].by, note=held[0].note)
+            for e in held:
+                report.egress.add_refused(e.refused_targets)
+                report.egress.refused += e.refused - len(e.refused_targets)
         report.har_paths = sorted(self.har_paths)
         report.har_incomplete = sorted(self.har_incomplete)
         report.har_path = report.har_paths[0] if report.har_paths else None

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from memory_store.clock import now
 
 from ..errors import first_line
-from .models import HarvestReport
+from .models import Egress, HarvestReport
 from .reader import ReadingHost
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ class WorkerClosed:
     block_resources: list[str] = field(default_factory=list)
     aborted_requests: dict[str, int] = field(default_factory=dict)
     browser_relaunches: int = 0
+    egress: Egress | None = None
 
 
 class WorkerHost(ReadingHost):
@@ -181,6 +182,7 @@ class BrowserWorker:
             block_resources=list(report.block_resources),
             aborted_requests=dict(report.aborted_requests),
             browser_relaunches=report.browser_relaunches,
+            egress=report.egress,
         )
         for path in report.har_paths:
             if path.is_file():

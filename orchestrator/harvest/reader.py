@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
+from .detached import detached
 from .extract import ExtractedPage, extract_page
 from .net.politeness import MAX_RETRIES, Politeness, Robots, backoff_delay, retryable
 
@@ -257,13 +258,14 @@ class ReadingHost:
             logger.info("selector %r matched nothing on %s; extracting the whole page", selector, final_url)
             selector = None
         t1 = time.monotonic()
-        extracted = await asyncio.to_thread(
+        # detached: a harvest that stops at max_duration_s does not wait for the extraction of a huge page
+        extracted = await detached(
             extract_page, read.html, final_url, headers=read.headers, region_html=region_html, selector=selector
         )
         if extracted is None and read.served is not None:
             source = await read.served()
             if source and source != read.html:
-                extracted = await asyncio.to_thread(
+                extracted = await detached(
                     extract_page, source, final_url, headers=read.headers, region_html=None, selector=selector
                 )
                 if extracted is not None:

@@ -21,7 +21,6 @@ the ``render_reasons`` and ``render_signals`` of the decision.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -31,12 +30,13 @@ from urllib.parse import urlsplit
 from memory_store.clock import now
 
 from .. import url_safety
+from .detached import detached
 from .extract import ExtractedPage, decode_html, extract_page, select_region
 from .har import fingerprint_headers, har_document_entry, har_redirect_entry, sha256_hex
 from .models import HTML_TYPES
 from .net.fetcher import FetchResult
 from .net.politeness import retry_after
-from .net.urls import canonical_url, links_in
+from .net.urls import MAX_ANCHORS, canonical_url, links_in
 from .reader import PageRead
 from .render_need import RenderSignals, decide, measure
 from .revalidate import FINGERPRINT_VERSION
@@ -93,7 +93,8 @@ async def read_static(
         return None
     selector = host.charter.selector_for(urlsplit(result.url).hostname)
     t1 = time.monotonic()
-    served = await asyncio.to_thread(_read_served, result, selector, mode == "auto")  # off the event loop
+    # off the event loop, and walked away from at a hard stop (max_duration_s)
+    served = await detached(_read_served, result, selector, mode == "auto")
     event.timings.extract_s += time.monotonic() - t1
     if mode == "auto" and _needs_browser(event, served, selector, host.settings.javascript):
         _keep_for_browser(source, event.url, result)
@@ -123,7 +124,7 @@ def _read_served(result: FetchResult, selector: str | None, auto: bool) -> _Serv
         html, result.url, headers=headers, region_html=region_html, selector=selector if region_html else None
     )
     signals = measure(html, extracted.text if extracted is not None else None) if auto else None
-    return _Served(html, region_html, extracted, signals, links_in(html, result.url))
+    return _Served(html, region_html, extracted, signals, links_in(html, result.url, limit=MAX_ANCHORS))
 
 
 def _needs_browser(event: HarvestEvent, served: _Served, selector: str | None, javascript: bool) -> bool:

@@ -68,8 +68,19 @@ def format_summary(summary: dict[str, Any]) -> str:
     rows.append(("time", f"{float(summary.get('elapsed_s') or 0):.1f}s"))
     if summary.get("stopped"):
         rows.append(("stopped", str(summary["stopped"])))
+    egress = summary.get("egress")
+    if isinstance(egress, dict):
+        rows.append(("egress", _egress_row(egress)))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def _egress_row(egress: dict[str, Any]) -> str:
+    refused = f"{int(egress.get('refused') or 0)} connections refused"
+    if not egress.get("enforced"):
+        return f"NOT ENFORCED ({egress.get('note') or 'a browser brt did not launch'}); {refused}"
+    how = "everything refused (replay)" if egress.get("by") == "replay" else "through brt's egress proxy"
+    return f"enforced, {how}; {refused}"
 
 
 def _human_bytes(n: int) -> str:

@@ -227,6 +227,26 @@ def _craft(snapshot: Path, dest: Path) -> Path:
     return dest
 
 
+def _hostile_report(path: Path) -> Path:
+    """A Markdown report as an agent might draft it from hostile pages: a payload in its heading, in claims, in
+    quotes, in link texts and titles, in a footnote's date and in an evidence line."""
+    p = [_payload(i) for i in range(len(PAYLOADS))]
+    path.write_text(
+        f"# Harbour {p[0]}\n\n"
+        f'- The board says "{LAMP.strip()} {p[1]}" ([Harbour {p[2]}](http://allowed.test/p0.html), last updated: '
+        "2024-03-01).\n"
+        f"- {p[3]} Spring tides reach four metres.\n"
+        f"- The lamp was converted to electricity in 1953 [^1].\n"
+        f"- {p[9]} is stated nowhere (unsupported).\n\n"
+        f'[^1]: "{TIDE.strip()} {p[4]}" — [t {p[5]}](http://allowed.test/p1.html "x {p[6]}") '
+        f"(last updated: {p[7]})\n"
+        f'[Lamp Evidence #1] "{p[8]}" — allowed.test/p2.html (last updated: 2024-03-02)\n'
+        f"[Lamp Evidence #2] \"{p[10]} {p[11]} {p[12]}\" — evil.test/{p[0]} (last updated: unknown)\n",
+        encoding="utf-8",
+    )
+    return path
+
+
 def test_every_cli_command_over_hostile_pages_servers_and_snapshots(hostile: Any) -> None:
     charter, tmp = hostile.charter, hostile.tmp
     r = brt("harvest", charter)
@@ -244,6 +264,11 @@ def test_every_cli_command_over_hostile_pages_servers_and_snapshots(hostile: Any
     brt("eval", charter, "--repeats", "1", "--out", tmp / "eval")
     for fmt in ("md", "csv", "html"):
         _check_report(brt("report", charter, "--format", fmt).stdout, fmt, f"report {fmt} of the store")
+    draft = _hostile_report(tmp / "draft.md")
+    brt("check", draft, "--charter", charter, ok=(1,))
+    brt("check", draft, "--charter", charter, "--json", ok=(1,))
+    r = brt("report", charter, "--check", draft)
+    assert_html_safe(r.stdout, "report --check of the store")
     brt("charter", "validate", charter)
     brt("charter", "init", "When was the lamp electrified?", "http://allowed.test/", "--out", tmp / "init.yaml")
     snapshot = tmp / "genuine.jsonl"
@@ -261,6 +286,8 @@ def test_every_cli_command_over_hostile_pages_servers_and_snapshots(hostile: Any
     for source in (snapshot, crafted):
         for fmt in ("md", "csv", "html"):
             _check_report(brt("report", source, "--format", fmt).stdout, fmt, f"report {fmt} of {source.name}")
+        brt("check", draft, "--snapshot", source, ok=(1, 2))
+        brt("check", draft, "--snapshot", source, "--json", ok=(1, 2))
     brt("restore", crafted, "--id", "crafted_a", ok=(1, 2))
     brt("restore", crafted, "--id", "crafted_b", "--force", "--charter", tmp / "crafted_b.yaml", ok=(0, 1, 2))
     brt("restore", snapshot, "--id", "sinks_again", "--charter", tmp / "again.yaml", "--json")
@@ -280,6 +307,19 @@ def _check_report(text: str, fmt: str, what: str) -> None:
 
 
 # -- the MCP server --------------------------------------------------------------------------------------------
+
+
+async def _read_resources(s: Any, seen: list[str]) -> int:
+    """Every evidence resource, listed and read: the same guarantees as a tool's result."""
+    listed = [r for r in (await s.list_resources()).resources if str(r.uri).startswith("brt://")]
+    for r in listed:
+        for part in (r.name, r.title or "", r.description or ""):
+            assert_agent_safe(part, f"resource listing {r.uri}")
+        text = (await s.read_resource(r.uri)).contents[0].text
+        seen.append(f"resource {r.uri}: {text}")
+        for part in _strings(json.loads(text)):
+            assert_agent_safe(part, f"resource {r.uri}")
+    return len(listed)
 
 
 def test_every_mcp_tool_over_hostile_pages_servers_and_snapshots(hostile: Any) -> None:
@@ -338,6 +378,11 @@ def test_every_mcp_tool_over_hostile_pages_servers_and_snapshots(hostile: Any) -
                 await call("synthesize", {"charter_path": cp})
                 for fmt in ("md", "csv", "html"):
                     await call("report", {"source_path": cp, "format": fmt})
+                draft = str(_hostile_report(tmp / "mcp-draft.md"))
+                checked = await call("check_report", {"report_path": draft, "charter_path": cp})
+                assert checked is not None and checked["ok"] is False and len(checked["claims"]) >= 4
+                await call("report", {"source_path": cp, "check_path": draft})
+                await _read_resources(s, seen)
                 await call("list_charters", {})
                 cleaned = await call("clean", {"charter_path": cp, "snapshot": snapshot.name})
                 assert cleaned is not None
@@ -349,11 +394,15 @@ def test_every_mcp_tool_over_hostile_pages_servers_and_snapshots(hostile: Any) -
                 await call("verify", {"snapshot_path": str(crafted)})
                 for fmt in ("md", "csv", "html"):
                     await call("report", {"source_path": str(crafted), "format": fmt})
+                for source in (genuine, crafted):
+                    await call("check_report", {"report_path": draft, "snapshot_path": str(source)})
+                    await call("report", {"source_path": str(source), "check_path": draft})
                 await call("restore", {"snapshot_path": str(crafted), "charter_id": "crafted_mcp"})
                 await call("restore", {"snapshot_path": str(genuine), "charter_id": "sinks_mcp_again"})
                 await call("status", {"charter_path": str(home / "charters" / "sinks_mcp_again.yaml")})
                 await call("charter_init", {"question": "When was the lamp electrified?",
                                             "urls": ["http://allowed.test/"], "write": False})
+                assert await _read_resources(s, seen) >= 2  # the restored store's sections
 
     async def bounded() -> None:
         with anyio.fail_after(900):

@@ -202,7 +202,7 @@ def test_websocket_refusals_are_recorded_as_websocket(local_site, tmp_path, monk
         )
         allowed = ["127.0.0.1", "test"]
         async with open_browser(allowed, har_path=tmp_path / "h.har") as session:
-            page = await session.context.new_page()
+            page = await session.new_page()
             await page.goto(bgserver.url("page.html"))
             await asyncio.sleep(0.2)  # the page's own route is installed
             outcomes = [

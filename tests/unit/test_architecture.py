@@ -313,9 +313,6 @@ COMPLEXITY_ALLOWED = frozenset(
     {
         "orchestrator/quotes.py::choose_span",
         "orchestrator/answer_types.py::expected_type",
-        "orchestrator/mcp_server.py::build_server",
-        "orchestrator/harvest/net/guard.py::classify_ip",
-        "orchestrator/audit/verify.py::_evidence",
     }
 )
 

@@ -9,9 +9,11 @@ a suffix match (``example.com`` allowing ``x.example.com``) never opens an inter
     classify_ip("10.1.2.3")              -> "private"   (None for a public address)
     guard = NetGuard(allowed_domains)
     await guard.check("http://x/")       -> None (allowed) or the reason it is refused
+    NetGuard(allowed_domains, offline=True)   (a replay: IP literals and resolver rules only, no DNS)
 
-DNS answers are cached per host for the whole harvest, so the browser and the guard see one answer per host
-as long as the OS resolver agrees (see README, "Harvest hardening", for what DNS rebinding can still do).
+DNS answers are cached per host for the whole harvest, and brt connects only to addresses the guard checked:
+the document fetcher (``fetcher.py``) and the browser's egress proxy (``proxy.py``) both connect to the cached
+answer, so a rebinding resolver cannot swap in an internal address between the check and the connection.
 ``host_resolver_rules`` takes the same ``MAP host ip`` rules as Chromium's ``--host-resolver-rules`` so a test
 can map a made-up name to loopback for both.
 """
@@ -44,9 +46,14 @@ RESOLVER_RULES_ENV = "BRT_HOST_RESOLVER_RULES"
 #: the SSRF guard, not by the allowlist.
 GUARD_PREFIXES = ("internal address", "cannot resolve")
 
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
-_V6_ULA = ipaddress.ip_network("fc00::/7")
-_V6_LINK_LOCAL = ipaddress.ip_network("fe80::/10")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+#: Ranges judged before Python's own flags (which call link-local and CGNAT addresses "private" or not global).
+_SPECIAL = (
+    (ipaddress.ip_network("169.254.0.0/16"), "link-local"),
+    (ipaddress.ip_network("100.64.0.0/10"), "shared"),
+    (ipaddress.ip_network("fe80::/10"), "link-local"),
+    (ipaddress.ip_network("fc00::/7"), "private"),
+)
 
 
 def classify_ip(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
@@ -58,27 +65,16 @@ def classify_ip(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address) ->
     except ValueError:
         return "invalid"
     if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour
-        if embedded is None and ip in ipaddress.ip_network("64:ff9b::/96"):
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if embedded is None and int(ip) >> 32 == 0 and int(ip) > 1:  # deprecated IPv4-compatible ::a.b.c.d
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        embedded = _embedded_ipv4(ip)
         if embedded is not None:
             return classify_ip(embedded)
     if ip.is_unspecified:
         return "unspecified"
     if ip.is_loopback:
         return "loopback"
-    if isinstance(ip, ipaddress.IPv4Address):
-        if ip.is_link_local:
-            return "link-local"
-        if ip in _CGNAT:
-            return "shared"
-    else:
-        if ip in _V6_LINK_LOCAL:
-            return "link-local"
-        if ip in _V6_ULA:
-            return "private"
+    special = next((kind for network, kind in _SPECIAL if ip.version == network.version and ip in network), None)
+    if special is not None:
+        return special
     if ip.is_multicast:
         return "multicast"
     if ip.is_private:
@@ -86,6 +82,15 @@ def classify_ip(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address) ->
     if ip.is_reserved or not ip.is_global:
         return "reserved"
     return None
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries: IPv4-mapped, 6to4, NAT64 (64:ff9b::/96) or the deprecated
+    IPv4-compatible ``::a.b.c.d``; None for any other."""
+    embedded = ip.ipv4_mapped or ip.sixtofour
+    if embedded is None and (ip in _NAT64 or (int(ip) >> 32 == 0 and int(ip) > 1)):
+        embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return embedded
 
 
 def exact_allowed(host: str, allowed_domains: list[str]) -> bool:
@@ -111,9 +116,11 @@ def resolver_rules_from_env() -> str | None:
 class NetGuard:
     """Checks every request's host against the internal-address rules, with one DNS answer per host."""
 
-    def __init__(self, allowed_domains: list[str], *, resolver_rules: str | None = None):
+    def __init__(self, allowed_domains: list[str], *, resolver_rules: str | None = None, offline: bool = False):
         self.allowed_domains = list(allowed_domains)
         self.rules = parse_resolver_rules(resolver_rules)
+        # offline (a replay): IP literals and resolver-rule names are judged, no other name is looked up
+        self.offline = offline
         self._answers: dict[str, list[str] | str] = {}  # host -> addresses, or the resolution error
         self._locks: dict[str, asyncio.Lock] = {}
         self.lookups = 0  # DNS queries actually made (the rest came from the cache)
@@ -140,6 +147,8 @@ class NetGuard:
             pass
         if host in self.rules:
             return [self.rules[host]]
+        if self.offline:
+            return []
         self.lookups += 1
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)

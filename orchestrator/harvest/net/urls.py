@@ -10,7 +10,10 @@ from collections.abc import Iterable
 from ... import url_safety
 from ...charter import host_allowed, url_allowed
 
-__all__ = ["canonical_url", "filter_links", "is_http_url", "links_in", "request_url"]
+__all__ = ["MAX_ANCHORS", "canonical_url", "filter_links", "is_http_url", "links_in", "request_url"]
+
+#: Links read from one page at most (in document order); the crawl keeps fewer still (``crawl.MAX_LINKS``).
+MAX_ANCHORS = 10_000
 
 _HTTP = ("http", "https")
 

@@ -152,8 +152,10 @@ class DevtoolsMcpBrowser:
         timeout_s: float = 30.0,
         command: list[str] | None = None,
         javascript: bool = True,
+        chrome_args: list[str] | None = None,
     ):
         self.allowed_domains = allowed_domains
+        self.chrome_args = list(chrome_args or [])  # more Chromium flags (the egress proxy's: net/proxy.py)
         self.executable = executable
         self.timeout_s = timeout_s
         self.command = command
@@ -168,7 +170,7 @@ class DevtoolsMcpBrowser:
     def args(self, *, restrict: bool = True) -> list[str]:
         executable = self.executable or launch.find_browser()
         args = ["--headless", "--isolated", "--executablePath", executable]
-        args += [f"--chromeArg={flag}" for flag in launch.LAUNCH_ARGS]
+        args += [f"--chromeArg={flag}" for flag in [*launch.LAUNCH_ARGS, *self.chrome_args]]
         if not self.javascript:
             args.append("--chromeArg=--blink-settings=scriptEnabled=false")
         args += ["--no-usage-statistics", "--no-performance-crux"]

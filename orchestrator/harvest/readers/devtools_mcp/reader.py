@@ -30,9 +30,11 @@ from ....errors import (
     error_kind,
     first_line,
 )
-from ...models import HTML_TYPES, HarvestEvent, HarvestReport
+from ... import launch
+from ...models import HTML_TYPES, Egress, HarvestEvent, HarvestReport
 from ...net.fetcher import DocumentFetcher
 from ...net.guard import NetGuard, resolver_rules_from_env
+from ...net.proxy import EgressProxy, GuardPolicy
 from ...net.urls import canonical_url
 from ...reader import CrawlHost, PageRead
 from ...static import StaticSource, read_static
@@ -54,6 +56,7 @@ class DevtoolsReader:
         self.browser: DevtoolsMcpBrowser | None = None
         self.guard: NetGuard | None = None
         self.fetcher: DocumentFetcher | None = None  # documents read without the browser (harvest.render)
+        self.proxy: EgressProxy | None = None
 
     def prepare(self, report: HarvestReport) -> None:
         self.command = find_devtools_mcp()  # missing node or package: stop before anything is recorded
@@ -62,22 +65,24 @@ class DevtoolsReader:
     @asynccontextmanager
     async def open(self, host: CrawlHost) -> AsyncIterator[None]:
         self.host = host
-        async with DevtoolsMcpBrowser(
-            host.charter.allowed_domains,
-            timeout_s=float(host.settings.timeout_s),
-            javascript=host.settings.javascript,
-            command=self.command,
-        ) as browser:
-            self.browser = browser
-            self.guard = _make_guard(host.charter.allowed_domains)
-            allowed = host.charter.allowed_domains
-            self.fetcher = DocumentFetcher(
-                self.guard, lambda u: url_allowed(u, allowed), max_bytes=host.max_page_bytes
-            )
-            try:
-                yield
-            finally:
-                await self.fetcher.aclose()
+        self.guard = NetGuard(host.charter.allowed_domains, resolver_rules=resolver_rules_from_env())
+        allowed = host.charter.allowed_domains
+        self.fetcher = DocumentFetcher(self.guard, lambda u: url_allowed(u, allowed), max_bytes=host.max_page_bytes)
+        try:
+            # the browser chrome-devtools-mcp launches sends every connection through brt's egress proxy
+            async with EgressProxy(GuardPolicy(host.charter.allows, self.guard)) as proxy:
+                self.proxy = proxy
+                async with DevtoolsMcpBrowser(
+                    host.charter.allowed_domains,
+                    timeout_s=float(host.settings.timeout_s),
+                    javascript=host.settings.javascript,
+                    command=self.command,
+                    chrome_args=launch.egress_args(proxy.url),
+                ) as browser:
+                    self.browser = browser
+                    yield
+        finally:
+            await self.fetcher.aclose()
 
     def slots(self) -> list[Any]:
         return [None]  # one page at a time
@@ -87,7 +92,9 @@ class DevtoolsReader:
         return None
 
     def finish_report(self, report: HarvestReport) -> None:
-        pass
+        if self.proxy is not None:
+            report.egress = Egress(enforced=True, by="proxy")
+            report.egress.add_refused([f"{r.target}: {r.reason}" for r in self.proxy.refused])
 
     async def visit(self, event: HarvestEvent, slot: Any) -> tuple[list[str], bool, Any]:
         """One URL: politeness slot per host and retries, as on the Playwright path."""
@@ -235,12 +242,3 @@ class DevtoolsReader:
             return body
 
         return fetch
-
-
-def _make_guard(allowed_domains: list[str]) -> NetGuard | None:
-    """The SSRF guard of the Playwright path (advisory here: chrome-devtools-mcp's browser connects itself)."""
-    try:
-        return NetGuard(allowed_domains, resolver_rules=resolver_rules_from_env())
-    except Exception as exc:
-        logger.debug("no net guard: %s", exc)
-        return None

@@ -1,6 +1,7 @@
 """Launching the browser for the Playwright reader: one headless Chromium (or a running Chrome attached over CDP),
-one fresh context with brt's routing (``routes.py``), everything read recorded as a HAR file (``../../har.py``),
-and relaunched in place after a crash."""
+every connection of it through brt's egress proxy (``../../net/proxy.py``), one fresh context with brt's routing
+(``routes.py``), everything read recorded as a HAR file (``../../har.py``), and relaunched in place after a
+crash."""
 
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ from ... import launch
 from ...har import add_har_entries, har_error_urls, har_name, har_redirects, har_urls, mark_incomplete
 from ...net.fetcher import DocumentFetcher
 from ...net.guard import NetGuard, resolver_rules_from_env
+from ...net.proxy import EgressProxy, GuardPolicy, RefuseAll
+from .bounds import PageKeeper
 from .routes import BlockedRequest, RouteState, allowlist_route, install_websocket_guard, on_request_failed
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext
+    from playwright.async_api import Browser, BrowserContext, Page
 
 __all__ = ["BlockedRequest", "BrowserSession", "open_browser"]
 
@@ -56,6 +59,11 @@ class BrowserSession(RouteState):
     har_paths: list[Path] = field(default_factory=list)
     har_incomplete: list[Path] = field(default_factory=list)
     relaunches: int = 0
+    # Every connection of a browser brt launched goes through this proxy (net/proxy.py); when attached, only
+    # the requests of brt's context do (the browser's WebRTC and its other contexts are out of brt's reach).
+    egress: EgressProxy | None = None
+    # The pages brt opened; any other page of its contexts (popups) is closed as soon as it appears.
+    pages: PageKeeper = field(default_factory=PageKeeper)
     # Pages read in the current context (the caller appends): named in the note of a HAR a crash lost.
     pages_read: list[str] = field(default_factory=list)
     _launch: _Launch | None = field(default=None, repr=False)
@@ -65,6 +73,10 @@ class BrowserSession(RouteState):
     def attached(self) -> bool:
         """True when the browser was attached over CDP (``browser_url``): brt never relaunches it."""
         return self._launch is not None and self._launch.browser_url is not None
+
+    async def new_page(self) -> Page:
+        """A page of the current context that brt opens (every other page that appears there is closed)."""
+        return await self.pages.new_page(self.context)
 
     def connected(self) -> bool:
         """False once the browser process is gone (crashed, killed) or the CDP connection dropped."""
@@ -110,15 +122,20 @@ async def open_browser(
     block_resources: Iterable[str] = (),
 ) -> AsyncIterator[BrowserSession]:
     """Launch headless Chromium with one fresh context (no stored state, no downloads, no service workers)
-    whose every request must be http(s) on ``allowed_domains``. With ``replay``, responses come from that HAR
-    file only (anything missing from it is aborted). What the context reads is always recorded to
-    ``har_path``; closing the context writes the file (a context whose browser crashed cannot write it: a
-    placeholder HAR with an "incomplete" comment takes its place, see :meth:`BrowserSession.relaunch`).
+    whose every request must be http(s) on ``allowed_domains``; every connection the browser process makes
+    goes through brt's egress proxy (allowlist and SSRF guard on the host and its address, pinned). With
+    ``replay``, responses come from that HAR file only (anything missing from it is aborted) and the proxy
+    refuses every connection. What the context reads is always recorded to ``har_path``; closing the context
+    writes the file (a context whose browser crashed cannot write it: a placeholder HAR with an "incomplete"
+    comment takes its place, see :meth:`BrowserSession.relaunch`). Open pages with ``session.new_page()``:
+    any other page that appears in the context (a popup) is closed at once.
 
     With ``browser_url`` (e.g. ``http://127.0.0.1:9222``) nothing is launched: brt attaches to that running
     Chrome over CDP and opens its own fresh context there (no cookies, storage or logins of the browser's other
-    contexts), with the same allowlist routing and HAR recording; on exit it closes only that context and
-    disconnects, leaving the browser running.
+    contexts), with the same allowlist routing and HAR recording, and that context's requests sent through the
+    proxy (best effort: the browser's WebRTC and its other contexts are out of brt's reach, so egress is
+    recorded as not enforced); on exit it closes only that context and disconnects, leaving the browser
+    running.
 
     ``block_resources`` (text mode): subresources of these types on allowed hosts are aborted before they are
     requested and counted in ``session.aborted``."""
@@ -144,6 +161,9 @@ async def open_browser(
         rules = resolver_rules_from_env()
         # an attached browser keeps its own resolver; the route's guard still checks
         args = launch.LAUNCH_ARGS + ([f"--host-resolver-rules={rules}"] if rules else [])
+        guard = NetGuard(allowed_domains, resolver_rules=rules) if replay is None else None
+        policy = RefuseAll() if guard is None else GuardPolicy(lambda u: url_allowed(u, allowed_domains), guard)
+        egress = await EgressProxy(policy).start()
         context_options: dict[str, Any] = {
             "accept_downloads": False,
             "service_workers": "block",
@@ -153,6 +173,10 @@ async def open_browser(
         }
         if user_agent:
             context_options["user_agent"] = user_agent
+        if browser_url is None:  # every connection of the browser brt launches goes through its egress proxy
+            args = args + launch.egress_args(egress.url)
+        else:  # an attached browser: only this context's requests can be sent through it (WebRTC cannot)
+            context_options["proxy"] = {"server": egress.url, "bypass": "<-loopback>"}
         session = BrowserSession(
             browser=None,  # type: ignore[arg-type]  # set by _start_session
             context=None,  # type: ignore[arg-type]
@@ -160,23 +184,28 @@ async def open_browser(
             executable=executable,
             replay=replay,
             block_resources=frozenset(block_resources),
+            egress=egress,
         )
         session._launch = _Launch(p, allowed_domains, args, browser_url, context_options)
-        if replay is None:
-            session.guard = NetGuard(allowed_domains, resolver_rules=rules)
+        if guard is not None:
+            session.guard = guard
             session.fetcher = DocumentFetcher(session.guard, lambda u: url_allowed(u, allowed_domains))
-        else:
+        else:  # nothing is looked up in a replay: the guard judges IP literals and resolver rules only
+            session.guard = NetGuard(allowed_domains, resolver_rules=rules, offline=True)
             session.replay_redirects = har_redirects(Path(replay))
             session.replay_urls = har_urls(Path(replay))
             session.replay_errors = har_error_urls(Path(replay))
-        await _start_session(session)
         try:
-            yield session
+            await _start_session(session)
+            try:
+                yield session
+            finally:
+                # For an attached browser this closes brt's context and disconnects, leaving the browser running.
+                await _close_session(session, "browser crashed")
+                if session.fetcher is not None:
+                    await session.fetcher.aclose()
         finally:
-            # For an attached browser this closes brt's context and disconnects, leaving the browser running.
-            await _close_session(session, "browser crashed")
-            if session.fetcher is not None:
-                await session.fetcher.aclose()
+            await egress.aclose()
 
 
 async def _start_session(session: BrowserSession) -> None:
@@ -199,6 +228,7 @@ async def _start_session(session: BrowserSession) -> None:
     try:
         context = await browser.new_context(**launch.context_options, record_har_path=str(session.har_path))
         session.context = context
+        session.pages.watch(context)
         session._closed = False  # noqa: SLF001
         session.har_paths.append(session.har_path)
         if session.replay is not None:

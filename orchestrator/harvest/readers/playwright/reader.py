@@ -1,6 +1,7 @@
 """The Playwright reader: pages read in tabs of one headless Chromium (``browser.py``), every request checked by
 the allowlist and SSRF guard, documents fetched by brt itself, everything recorded as HAR (or served from a
-replay HAR). A crashed browser is relaunched (``crash.py``) and the pages in flight tried once more; with
+replay HAR). A page is read from its serialised DOM, within its deadline, and cited under the URL it was served
+from (``bounds.py``). A crashed browser is relaunched (``crash.py``) and the pages in flight tried once more; with
 ``--refresh`` a stored page whose inputs are unchanged is not rendered again (``revalidate.py``)."""
 
 from __future__ import annotations
@@ -26,16 +27,18 @@ from ....errors import (
     first_line,
 )
 from ...crash import BROWSER_CRASHED, PAGE_CRASHED, BrowserWatch, crashed_attempt
+from ...detached import detached
 from ...extract import decode_html, select_region
 from ...har import har_path_for, sha256_hex
-from ...models import HTML_TYPES, HarvestEvent, HarvestReport, media_type
+from ...models import HTML_TYPES, Egress, HarvestEvent, HarvestReport, media_type
 from ...net.guard import is_guard_reason
 from ...net.politeness import retry_after
-from ...net.urls import canonical_url, links_in
+from ...net.urls import canonical_url
 from ...pdf import fetch_pdf, is_pdf_candidate
 from ...reader import PageRead
 from ...revalidate import DependencyWatch, Revalidator, fingerprint
 from ...static import StaticSource, read_static
+from .bounds import DocumentWatch, close_page, links_in, read_dom, read_links
 from .browser import BrowserSession, open_browser
 from .routes import goto_checked
 
@@ -52,12 +55,14 @@ logger = logging.getLogger(__name__)
 @dataclass
 class _Loaded:
     """What brt's navigation loaded: the response it returned, brt's own fetch of the document (live), the URL
-    the page is read under, the HTML when the page is kept as loaded, and the document's status and headers."""
+    the page is cited under (the served document's), the base for its links, the HTML when the page is kept as
+    loaded, and the served document's status and headers."""
 
     response: Response | None
     nav: Any
     load_timed_out: bool
     final_url: str
+    base_url: str = ""
     html: str | None = None
     status: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
@@ -138,6 +143,8 @@ class PlaywrightReader:
             report.browser_relaunches = self.session.relaunches
             report.har_paths = list(self.session.har_paths)
             report.har_incomplete = list(self.session.har_incomplete)
+            report.egress = egress_record(self.session)
+            report.popups_closed = self.session.pages.closed
 
     async def visit(self, event: HarvestEvent, slot: Any) -> tuple[list[str], bool, Any]:
         """Read ``event.url`` in a tab (``slot``: the tab, or None before it opened)."""
@@ -148,6 +155,8 @@ class PlaywrightReader:
         used: list[Page] = []  # the pages this URL was tried in (a crash replaces the page)
         blocked_before = len(self.session.blocked)
         aborted_before = len(self.session.aborted)
+        if self.session.attached:
+            event.egress = NOT_ENFORCED
         try:
             links, queued, page = await self._attempts(page, event, used)
         except Exception as exc:  # one page never stops the harvest
@@ -214,7 +223,6 @@ class PlaywrightReader:
         (links, queued, page, the Playwright error that escaped, whether the page's renderer crashed)."""
         from playwright.async_api import Error as PlaywrightError
 
-        responses: list[Response] = []
         crashed: list[bool] = []
         links: list[str] = []
         queued = False
@@ -224,82 +232,61 @@ class PlaywrightReader:
             return [], False, page, exc, False
         used.append(page)
 
-        def on_response(response: Response) -> None:
-            try:
-                if response.request.is_navigation_request() and response.frame == page.main_frame:
-                    responses.append(response)
-            except Exception:  # a response of a frame that is already gone
-                pass
-
         def on_crash(_page: Page) -> None:
             crashed.append(True)
 
-        page.on("response", on_response)
         page.on("crash", on_crash)
         try:
-            links, queued = await self._with_retries(page, event, responses)
+            with DocumentWatch(page) as docs:
+                links, queued = await self._with_retries(page, event, docs)
             if not queued and not crashed and error_kind(event.reason) is NavigationAborted:
                 await asyncio.sleep(CRASH_EVENT_WAIT_S)  # a renderer crash aborts the navigation before it reports
         except PlaywrightError as exc:  # the browser went away under a call outside _visit_with's own care
             return [], False, page, exc, bool(crashed)
         finally:
-            page.remove_listener("response", on_response)
             page.remove_listener("crash", on_crash)
         return links, queued, page, None, bool(crashed)
 
-    async def _with_retries(
-        self, page: Page, event: HarvestEvent, responses: list[Response]
-    ) -> tuple[list[str], bool]:
+    async def _with_retries(self, page: Page, event: HarvestEvent, docs: DocumentWatch) -> tuple[list[str], bool]:
         """``_visit_with`` under the host's politeness and retries (robots.txt fetched first, the tab blanked
         between tries)."""
 
         async def read() -> tuple[list[str], bool]:
-            responses.clear()
-            return await self._visit_with(page, event, responses)
+            docs.responses.clear()
+            return await self._visit_with(page, event, docs)
 
         return await self.host.attempts(event, read, robots=self._robots_fetch(page), between=lambda: _blank(page))
 
     async def _usable_page(self, page: Page | None) -> Page:
         """``page``, or a new page of the current browser context when there is none yet, or ``page`` is closed
         or belongs to a browser that crashed and was replaced."""
-        if page is not None and page.context is self.session.context and not page.is_closed():  # type: ignore[union-attr]
+        session = self.session
+        assert session is not None
+        if page is not None and page.context is session.context and not page.is_closed():
             return page
-        return await asyncio.wait_for(self.session.context.new_page(), timeout=30)  # type: ignore[union-attr]
-
-    async def _snapshot(self, page: Page, deadline: float) -> tuple[str, str] | None:
-        """(url, rendered HTML) of the tab right after its load event, or None when it cannot be read."""
-        from playwright.async_api import Error as PlaywrightError
-
-        try:
-            html = await asyncio.wait_for(page.content(), timeout=max(0.5, deadline - time.monotonic()))
-        except (PlaywrightError, asyncio.TimeoutError):
-            return None
-        return page.url, html
+        return await session.new_page()
 
     async def _replace_page(self, page: Page | None) -> Page | None:
         from playwright.async_api import Error as PlaywrightError
 
-        if page is None or page.context is not self.session.context or not self.session.connected():  # type: ignore[union-attr]
+        session = self.session
+        assert session is not None
+        if page is None or page.context is not session.context or not session.connected():
             return page  # of a crashed browser: gone with it (the next visit takes a page of the new browser)
+        await close_page(page)  # a wedged page must not hang the harvest (left behind after CLOSE_TIMEOUT_S)
         try:
-            await asyncio.wait_for(page.close(), timeout=5)  # a wedged page must not hang the harvest
-        except (PlaywrightError, asyncio.TimeoutError):
-            logger.info("closing a used page timed out; leaving it behind")
-        try:
-            return await asyncio.wait_for(self.session.context.new_page(), timeout=30)  # type: ignore[union-attr]
-        except PlaywrightError as exc:  # the browser went away meanwhile: the next visit sees the crash
-            logger.info("cannot open a new page: %s", first_line(exc))
+            return await session.new_page()
+        except (PlaywrightError, asyncio.TimeoutError) as exc:  # the browser went away: the next visit sees it
+            logger.info("cannot open a new page: %s", first_line(exc) if str(exc) else type(exc).__name__)
             return page
 
-    async def _visit_with(
-        self, page: Page, event: HarvestEvent, responses: list[Response]
-    ) -> tuple[list[str], bool]:
+    async def _visit_with(self, page: Page, event: HarvestEvent, docs: DocumentWatch) -> tuple[list[str], bool]:
         """Fetch and extract; returns (allowed links, whether the page went to the writer)."""
         with DependencyWatch(page, replay=self.replay is not None, allowed=self.host.charter.allows) as watch:
-            return await self._read_page(page, event, responses, watch)
+            return await self._read_page(page, event, docs, watch)
 
     async def _read_page(
-        self, page: Page, event: HarvestEvent, responses: list[Response], watch: Any
+        self, page: Page, event: HarvestEvent, docs: DocumentWatch, watch: Any
     ) -> tuple[list[str], bool]:
         host = self.host
         t0 = time.monotonic()
@@ -310,32 +297,47 @@ class PlaywrightReader:
         static = await read_static(host, event, self._static_source(), deadline, t0)  # harvest.render
         if static is not None:
             return static
-        loaded = await self._navigate(page, event, responses, deadline, t0)
+        loaded = await self._navigate(page, event, docs, deadline, t0)
         if not isinstance(loaded, _Loaded):
             return loaded  # settled: the navigation failed (or a PDF was read instead)
-        await self._settle(page, event, loaded, deadline)
+        await self._settle(page, event, docs, loaded, deadline)
         settled = self._refuse(event, loaded, t0)
         if settled is not None:
             if is_pdf_candidate(event, replay=self.replay is not None):
                 return await fetch_pdf(host, self.session.fetcher, event, deadline, t0)  # type: ignore[union-attr]
             return settled
         host.seen.add(canonical_url(loaded.final_url))
-        read = await self._read_dom(page, event, loaded, deadline, t0)
-        if read is None:
+        selector = host.charter.selector_for(urlsplit(loaded.final_url).hostname)
+        html = loaded.html if loaded.html is not None else await read_dom(page, deadline, grace_s=2.0)
+        if html is None:  # the renderer never answered (the page was closed), or the page went away
+            event.timings.fetch_s = time.monotonic() - t0
+            host.finish(event, "failed", f"cannot read the rendered page within timeout_s ({deadline - t0:g} s)")
             return [], False
+        # parsed off the event loop (the proxy and the other tabs run on it), and not waited for after a hard stop
+        links, region_html = await detached(_links_and_region, html, loaded.base_url, selector)
         if loaded.html is None and event.partial is None:
             # (a page whose load event never came was read at the timeout: the same inputs, read the same way)
-            # the response that made the document (not a 204 that cancelled a later script navigation)
-            document = loaded.response or next((r for r in reversed(responses) if r.status != 204 and r.ok), None)
             event.fingerprint = await fingerprint(
-                document,
+                docs.document_response(loaded.response),
                 watch,
                 final_url=loaded.final_url,
-                selector=read.selector,
+                selector=selector,
                 javascript=host.settings.javascript,
                 known=self._known_sha(loaded.nav),
             )
         event.timings.fetch_s = time.monotonic() - t0
+        read = PageRead(
+            html=html,
+            final_url=loaded.final_url,
+            links=links,
+            headers=loaded.headers,
+            status=loaded.status,
+            content_type=loaded.content_type,
+            fetched_at=now(),
+            selector=selector,
+            region_html=region_html,
+            served=self._served(loaded.nav, loaded.final_url, loaded.headers),
+        )
         return await host.extract_and_queue(event, read)
 
     def _static_source(self) -> StaticSource:
@@ -370,7 +372,7 @@ class PlaywrightReader:
         return None
 
     async def _navigate(
-        self, page: Page, event: HarvestEvent, responses: list[Response], deadline: float, t0: float
+        self, page: Page, event: HarvestEvent, docs: DocumentWatch, deadline: float, t0: float
     ) -> _Loaded | tuple[list[str], bool]:
         """brt's own navigation to ``event.url`` (``routes.goto_checked``: the browser never follows a redirect
         itself). Returns what loaded, or the settled result of a navigation that failed."""
@@ -395,51 +397,62 @@ class PlaywrightReader:
         except PlaywrightError as exc:
             event.timings.fetch_s = time.monotonic() - t0
             nav = session.nav_results.get(page)
-            self._navigation_error(event, exc, blocked_before, responses, nav)
+            self._navigation_error(event, exc, blocked_before, docs.responses, nav)
             if is_pdf_candidate(event, replay=self.replay is not None):
                 return await fetch_pdf(self.host, session.fetcher, event, deadline, t0, nav)  # type: ignore[arg-type]
             return [], False
         finally:
             session.expected_navigations.discard(url)
             session.nav_deadlines.pop(page, None)
+        docs.mark()
         nav = session.nav_results.pop(page, None)
         if nav is not None and nav.kind == "partial":
             event.partial = nav.reason
             logger.info("%s never finished loading: %s", url, nav.reason)
-        return _Loaded(response=response, nav=nav, load_timed_out=load_timed_out, final_url=url)
+        fallback = getattr(nav, "url", None) or url
+        return _Loaded(response=response, nav=nav, load_timed_out=load_timed_out,
+                       final_url=docs.served_url(response, fallback))
 
-    async def _settle(self, page: Page, event: HarvestEvent, loaded: _Loaded, deadline: float) -> None:
-        """After the load event: the DOM as loaded, then network idle (within the deadline). When a script
+    async def _settle(
+        self, page: Page, event: HarvestEvent, docs: DocumentWatch, loaded: _Loaded, deadline: float
+    ) -> None:
+        """After the load event: the DOM as loaded, then network idle (within the deadline). The URL the page is
+        cited under is the served document's (``bounds.DocumentWatch``), never ``location.href``. When a script
         navigated the tab after the load event to a place that was refused or failed (consent walls, ad-block
         probes), the page is kept as it was loaded from the allowed URL."""
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         host = self.host
-        as_loaded: tuple[str, str] | None = None
+        as_loaded: tuple[str, str, str] | None = None  # (served URL, location, HTML) at the load event
+        document = docs.document_response(loaded.response)
         if not loaded.load_timed_out:
-            as_loaded = await self._snapshot(page, deadline)
+            html = await read_dom(page, deadline)
+            if html is not None:
+                as_loaded = (loaded.final_url, page.url, html)
             remaining = deadline - time.monotonic()
-            if remaining > 0.05:
+            if remaining > 0.05 and not page.is_closed():
                 try:
                     await page.wait_for_load_state("networkidle", timeout=min(IDLE_WAIT_S, remaining) * 1000)
                 except PlaywrightTimeout:
                     pass
                 except PlaywrightError as exc:
                     logger.debug("networkidle wait on %s: %s", event.url, exc)
-        loaded.final_url = page.url
-        if as_loaded is not None and loaded.final_url != as_loaded[0] and host.charter.allows(as_loaded[0]):
-            location = loaded.final_url
+        loaded.final_url = docs.served_url(loaded.response, loaded.final_url)
+        location = page.url if not page.is_closed() else loaded.final_url
+        loaded.base_url = location if host.charter.allows(location) else loaded.final_url
+        if as_loaded is not None and location != as_loaded[1] and host.charter.allows(as_loaded[1]):
             if not host.charter.allows(location) or not location.startswith(("http://", "https://")):
                 logger.info("%s navigated to %s after loading; keeping the page as loaded", event.url, location)
-                loaded.final_url, loaded.html = as_loaded
-        response = loaded.response
-        if response is not None:
-            loaded.status = response.status
+                loaded.final_url, loaded.base_url, loaded.html = as_loaded
+        if loaded.html is None:
+            document = docs.document_response(loaded.response)
+        if document is not None:
+            loaded.status = document.status
             try:
-                loaded.headers = await response.all_headers()
+                loaded.headers = await document.all_headers()
             except PlaywrightError:
-                loaded.headers = dict(response.headers)
+                loaded.headers = dict(document.headers)
         loaded.content_type = media_type(loaded.headers)
 
     def _refuse(self, event: HarvestEvent, loaded: _Loaded, t0: float) -> tuple[list[str], bool] | None:
@@ -459,41 +472,6 @@ class PlaywrightReader:
             return None
         event.timings.fetch_s = time.monotonic() - t0
         return [], False
-
-    async def _read_dom(
-        self, page: Page, event: HarvestEvent, loaded: _Loaded, deadline: float, t0: float
-    ) -> PageRead | None:
-        """The rendered page (or the page as loaded) as a ``PageRead``; None (``event`` settled) when the DOM
-        cannot be read."""
-        from playwright.async_api import Error as PlaywrightError
-
-        final_url = loaded.final_url
-        selector = self.host.charter.selector_for(urlsplit(final_url).hostname)
-        try:
-            if loaded.html is not None:
-                html = loaded.html
-                links = links_in(html, final_url)
-                region_html = select_region(html, selector) if selector else None
-            else:
-                html = await asyncio.wait_for(page.content(), timeout=max(1.0, deadline - time.monotonic() + 2))
-                links = await self._links(page)
-                region_html = await self._region(page, selector) if selector else None
-        except (PlaywrightError, asyncio.TimeoutError) as exc:
-            event.timings.fetch_s = time.monotonic() - t0
-            self.host.finish(event, "failed", f"cannot read the rendered page: {first_line(exc)}")
-            return None
-        return PageRead(
-            html=html,
-            final_url=final_url,
-            links=links,
-            headers=loaded.headers,
-            status=loaded.status,
-            content_type=loaded.content_type,
-            fetched_at=now(),
-            selector=selector,
-            region_html=region_html,
-            served=self._served(loaded.nav, final_url, loaded.headers),
-        )
 
     def _served(self, nav: Any, final_url: str, headers: dict[str, str]) -> Callable[[], Awaitable[str | None]]:
         """The HTML the server sent for ``final_url``, as brt holds it without asking the browser: the replay
@@ -591,20 +569,6 @@ class PlaywrightReader:
         else:
             self.host.finish(event, "failed", first)
 
-    async def _links(self, page: Page) -> list[str]:
-        hrefs = await page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-        return [h for h in hrefs if isinstance(h, str)]
-
-    async def _region(self, page: Page, selector: str) -> str | None:
-        from playwright.async_api import Error as PlaywrightError
-
-        try:
-            parts = await page.eval_on_selector_all(selector, "els => els.map(e => e.outerHTML)")
-        except PlaywrightError as exc:
-            logger.warning("selector %r failed on %s: %s", selector, page.url, first_line(exc))
-            return None
-        return "\n".join(p for p in parts if isinstance(p, str)) or None
-
     def _robots_fetch(self, page: Page, deadline: float | None = None) -> Callable[[str], Awaitable[str | None]]:
         """How this reader fetches ``<origin>/robots.txt``: by brt's document fetcher (checked and pinned, as
         every document: ``net/robots_fetch.py``; never in a replay), within ``deadline`` (None: the page's
@@ -653,9 +617,30 @@ async def _blank(page: Any) -> None:
         logger.debug("cannot blank the tab before a retry: %s", exc)
 
 
+def _links_and_region(html: str, base_url: str, selector: str | None) -> tuple[list[str], str | None]:
+    """The links of a page's serialised DOM, and its selector's region (None without a selector)."""
+    return read_links(html, base_url), select_region(html, selector) if selector else None
+
+
 def ms_left(deadline: float) -> float:
     """Milliseconds left until ``deadline`` (at least one second's worth)."""
     return max(1.0, deadline - time.monotonic()) * 1000
+
+
+#: The ``egress`` of the events a browser brt did not launch read.
+NOT_ENFORCED = "not enforced: attached over --browser-url to a browser brt did not launch"
+
+
+def egress_record(session: BrowserSession) -> Egress:
+    """How ``session``'s browser was held: every connection through its egress proxy (everything refused in a
+    replay), or, attached over ``--browser-url``, only the requests of brt's context: not enforced."""
+    if session.attached:
+        egress = Egress(enforced=False, by="context proxy", note=NOT_ENFORCED)
+    else:
+        egress = Egress(enforced=True, by="replay" if session.replay is not None else "proxy")
+    if session.egress is not None:
+        egress.add_refused([f"{r.target}: {r.reason}" for r in session.egress.refused])
+    return egress
 
 
 def count_aborted(aborted: list[tuple[Any, str]], pages: list[Any] | None = None) -> dict[str, int]:

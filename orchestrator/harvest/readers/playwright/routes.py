@@ -1,15 +1,14 @@
 """How brt routes the requests of a Playwright browser context: every request must be http(s) on the
 allowlist and pass the SSRF guard; navigations of a live harvest are fetched by brt itself (``net/fetcher.py``)
-and handed to the browser (downloads withheld: ``downloads.py``); a replay serves the HAR only; WebSockets pass
-the same checks. ``RouteState`` is what the routes know and record (``BrowserSession`` extends it)."""
+and handed to the browser (downloads withheld: ``downloads.py``); a replay serves the HAR only (``replay.py``);
+WebSockets pass the same checks. ``RouteState`` (``route_state.py``) is what the routes know and record
+(``BrowserSession`` extends it)."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,12 +16,18 @@ from ....charter import url_allowed
 from ....errors import RequestFailed, error_kind
 from ...downloads import fulfill_navigation
 from ...har import har_entry, har_redirect_entry
+from .replay import replay_route
+from .route_state import (
+    BlockedRequest,
+    RouteState,
+    is_main_frame,
+    is_script_navigation,
+    leaves_loaded_page,
+    page_of,
+)
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page, Request, Route, WebSocketRoute
-
-    from ...net.fetcher import DocumentFetcher, FetchResult
-    from ...net.guard import NetGuard
 
 __all__ = [
     "INTERNAL_SCHEMES",
@@ -42,108 +47,36 @@ logger = logging.getLogger(__name__)
 INTERNAL_SCHEMES = ("chrome:", "chrome-extension:", "chrome-untrusted:", "devtools:", "about:")
 
 
-@dataclass
-class BlockedRequest:
-    """A request the allowlist (or a missing HAR entry) stopped."""
-
-    url: str
-    resource_type: str
-    reason: str
-    navigation: bool = False
-    page: Any = field(default=None, repr=False, compare=False)  # the Playwright Page that made it, if known
-    source: str | None = field(default=None, repr=False, compare=False)  # the navigation a refused hop stopped
-
-
-@dataclass
-class RouteState:
-    """What the routes of one harvest's browser contexts know and record (kept across browser relaunches)."""
-
-    replay: Path | None = None
-    blocked: list[BlockedRequest] = field(default_factory=list)
-    # With --replay: request URL -> redirect target in the HAR (checked before the HAR router follows it).
-    replay_redirects: dict[str, str] = field(default_factory=dict)
-    # With --replay: every URL the HAR holds (fragment dropped), and the URLs brt itself is navigating to now.
-    replay_urls: set[str] | None = None
-    # With --replay: the URLs the HAR answers with an error status (4xx/5xx).
-    replay_errors: set[str] = field(default_factory=set)
-    expected_navigations: set[str] = field(default_factory=set)
-    # SSRF guard (net/guard.py): internal addresses refused on every request; None with --replay.
-    guard: NetGuard | None = None
-    # Live mode: navigations are fetched by brt (net/fetcher.py) under the page's deadline and the byte cap.
-    # The reader sets a page's deadline before it navigates and reads the page's last result after.
-    fetcher: DocumentFetcher | None = None
-    nav_deadlines: dict[Any, tuple[float, float]] = field(default_factory=dict)  # page -> (deadline, timeout_s)
-    nav_results: dict[Any, FetchResult] = field(default_factory=dict)  # page -> result of its last navigation
-    default_timeout_s: float = 30.0
-    # Refused redirects (the browser never saw them), added to the context's HAR when it closes.
-    har_extra: list[dict[str, Any]] = field(default_factory=list)
-    # Text mode: subresource types aborted before they are requested (charter harvest.block_resources), and
-    # what was aborted, as (page, resource type), in order (the reader counts each page's share).
-    block_resources: frozenset[str] = frozenset()
-    aborted: list[tuple[Any, str]] = field(default_factory=list)
-
-
 async def allowlist_route(state: RouteState, allowed_domains: list[str], route: Route) -> None:
     request = route.request
     navigation = request.is_navigation_request()
-    if url_allowed(request.url, allowed_domains):
-        key = request.url.split("#", 1)[0]
-        if (
-            navigation
-            and state.replay_urls is not None
-            and (key not in state.replay_urls or key in state.replay_errors)
-            and is_script_navigation(state, request, allowed_domains)
-        ):
-            # A script of a loaded page navigates to a URL the HAR does not hold, or holds as an error: cancel the
-            # navigation (204) and keep the page that loaded, as a live harvest would have it.
-            if key in state.replay_errors:
-                logger.info("script navigation to %s answers an error in the replay HAR (page kept as loaded)", key)
-            else:
-                logger.info("not in replay HAR: script navigation to %s (page kept as loaded)", request.url)
-                state.blocked.append(
-                    BlockedRequest(request.url, request.resource_type, "not in replay HAR", navigation=True,
-                                   page=page_of(request))
-                )
-            await route.fulfill(status=204, body="")
-            return
-        target = state.replay_redirects.get(request.url)
-        if target is not None and not url_allowed(target, allowed_domains):
-            # The HAR router follows recorded redirects itself; stop one that leaves the allowlist here.
-            logger.info(
-                "blocked recorded redirect from %s to %s (not on allowed_domains)", request.url, target
-            )
-            state.blocked.append(
-                BlockedRequest(
-                    target,
-                    request.resource_type,
-                    "not on allowed_domains",
-                    navigation=navigation,
-                    page=page_of(request),
-                )
-            )
-            await route.abort("blockedbyclient")
-            return
-        refused = await state.guard.check(request.url) if state.guard is not None else None
-        if refused is not None:  # SSRF: an internal address not named exactly on the allowlist
-            logger.info("blocked %s request to %s (%s)", request.resource_type, request.url, refused)
-            state.blocked.append(
-                BlockedRequest(
-                    request.url, request.resource_type, refused, navigation=navigation, page=page_of(request)
-                )
-            )
-            await route.abort("blockedbyclient")
-            return
-        if not navigation and request.resource_type in state.block_resources:
-            # Text mode: the extracted text never needs it; aborted before any byte is requested (after the
-            # SSRF guard, so that a request to an internal address is still reported as blocked).
-            state.aborted.append((page_of(request), request.resource_type))
-            await route.abort("blockedbyclient")
-            return
-        if navigation and state.fetcher is not None:  # fetched by brt: hops, byte cap, deadline (fetcher.py)
-            await fetch_navigation(state, route, allowed_domains)
-            return
-        await route.fallback()
+    if not url_allowed(request.url, allowed_domains):
+        await _refuse_off_allowlist(state, allowed_domains, route, navigation)
         return
+    if state.replay is not None and await replay_route(state, allowed_domains, route, navigation):
+        return
+    refused = await state.guard.check(request.url) if state.guard is not None else None
+    if refused is not None:  # SSRF: an internal address not named exactly on the allowlist
+        logger.info("blocked %s request to %s (%s)", request.resource_type, request.url, refused)
+        state.blocked.append(
+            BlockedRequest(request.url, request.resource_type, refused, navigation=navigation, page=page_of(request))
+        )
+        await route.abort("blockedbyclient")
+        return
+    if not navigation and request.resource_type in state.block_resources:
+        # Text mode: the extracted text never needs it; aborted before any byte is requested (after the
+        # SSRF guard, so that a request to an internal address is still reported as blocked).
+        state.aborted.append((page_of(request), request.resource_type))
+        await route.abort("blockedbyclient")
+        return
+    if navigation and state.fetcher is not None:  # fetched by brt: hops, byte cap, deadline (fetcher.py)
+        await fetch_navigation(state, route, allowed_domains)
+        return
+    await route.fallback()
+
+
+async def _refuse_off_allowlist(state: RouteState, allowed_domains: list[str], route: Route, navigation: bool) -> None:
+    request = route.request
     if request.url.startswith(INTERNAL_SCHEMES):
         # The browser's own resources (e.g. its PDF viewer): never network fetches, never allowed.
         logger.debug("blocked internal %s request to %s", request.resource_type, request.url)
@@ -199,24 +132,6 @@ async def fetch_navigation(state: RouteState, route: Route, allowed_domains: lis
         on_result=on_result,
         refuse_errors=main_frame and is_script_navigation(state, request, allowed_domains),
     )
-
-
-def is_script_navigation(state: RouteState, request: Any, allowed_domains: list[str]) -> bool:
-    """A navigation of a main frame that shows an allowed page, which brt did not start (a script's, a meta
-    refresh)."""
-    from .... import url_safety
-
-    url = request.url.split("#", 1)[0]
-    expected = {u.split("#", 1)[0] for u in state.expected_navigations}
-    expected |= {url_safety.normalize(u) or u for u in expected}
-    return url not in expected and leaves_loaded_page(request, allowed_domains)
-
-
-def is_main_frame(request: Any) -> bool:
-    try:
-        return request.frame.parent_frame is None
-    except Exception:  # noqa: BLE001 - a frame that is gone
-        return False
 
 
 #: WebSocket scheme -> the HTTP scheme whose allowlist and SSRF rules it follows.
@@ -280,14 +195,6 @@ async def websocket_route(
     await ws.close(code=_WS_POLICY_CLOSE, reason="blocked by brt")
 
 
-def leaves_loaded_page(request: Any, allowed_domains: list[str]) -> bool:
-    try:
-        frame = request.frame
-        return frame.parent_frame is None and url_allowed(frame.url, allowed_domains)
-    except Exception:  # noqa: BLE001 - a request of a frame that is gone
-        return False
-
-
 def on_request_failed(state: RouteState, request: Request) -> None:
     """With --replay, a request missing from the HAR is aborted: log it and keep it for the events."""
     failure = request.failure or ""
@@ -303,13 +210,6 @@ def on_request_failed(state: RouteState, request: Request) -> None:
             page=page_of(request),
         )
     )
-
-
-def page_of(request: Request) -> Any:
-    try:
-        return request.frame.page
-    except Exception:  # service-worker requests have no frame
-        return None
 
 
 # Playwright abort codes for the fetcher's network errors (the browser then reports the same net::ERR_*).

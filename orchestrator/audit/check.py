@@ -1,0 +1,542 @@
+"""``brt check REPORT.md --charter C | --snapshot S``: check the report a person or an agent wrote against the
+evidence the charter harvested (its store, or its snapshot after ``/clean``), offline.
+
+For each claim of the report (``claims.py``: evidence-block lines, sentences, bullets, quoting footnotes):
+
+- **citations resolve**: every cited URL is on the charter's allowlist and is a stored page (``url_key``:
+  scheme, trailing ``/`` and percent-encoding aside); an ``[Label Evidence #n]`` reference is an evidence line
+  of the report or a block of the charter's recorded synthesis; a ``[^id]`` has its definition. The date
+  given for a citation is the page's last-updated date (``unknown`` for a page without one); a citation
+  without a date is noted (it lowers ``citation_rate``) but does not fail the check;
+- **quotes are verbatim**: each quote of three words or more that the claim attributes is a span of a stored
+  chunk (or of the stored text) of a page it cites: whitespace collapsed, typographic quote marks and
+  apostrophes folded to ASCII, an elision marked only with ``…`` (``...`` is three full stops);
+- **claims are cited**: a claim with no citation fails unless it is marked as unsupported;
+- **support**: a claim that cites but does not quote is scored against the cited pages' passages by
+  ``support.support_scores``: supported, weakly supported or not found there. A claim that quotes and says
+  more (``SAYS_MORE_WORDS`` content words outside its quotes) is scored too, and fails when not found there.
+
+Verdict of a claim, worst first: ``citation unresolved``, ``quote not verbatim``, ``wrong date``, ``uncited``,
+``not found there``, ``weakly supported``, then ``quoted`` / ``supported`` / ``marked unsupported``. The report
+passes (``ok``, exit 0) when no claim has a failing problem: every quote verbatim, every citation resolved with
+the right date, every claim cited or marked, no cited claim absent from its source.
+"""
+
+from __future__ import annotations
+
+import functools
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .claims import Citation, ParsedReport, ReportClaim, parse_report
+from .errors import AuditError
+from .evidence_source import EvidenceSource, SourcePage
+
+if TYPE_CHECKING:
+    from ..charter import Charter
+
+__all__ = [
+    "FAILING",
+    "MAX_REPORT_BYTES",
+    "CheckError",
+    "CheckReport",
+    "CitationCheck",
+    "ClaimResult",
+    "Evidence",
+    "Problem",
+    "QuoteCheck",
+    "check_report",
+    "check_text",
+    "quote_in_text",
+]
+
+#: The largest report brt checks (a Markdown file: far larger is not a report).
+MAX_REPORT_BYTES = 16_000_000
+#: Problems that fail the check (exit 1). ``no_date`` is only noted.
+FAILING = frozenset({"quote_not_verbatim", "quote_elsewhere", "wrong_date", "off_allowlist", "not_harvested",
+                     "unknown_reference", "missing_footnote", "uncited", "not_found"})
+_ORDER = ["citation unresolved", "quote not verbatim", "wrong date", "uncited", "not found there",
+          "weakly supported", "quoted", "supported", "marked unsupported"]
+_UNRESOLVED = frozenset({"off_allowlist", "not_harvested", "unknown_reference", "missing_footnote"})
+
+
+class CheckError(AuditError):
+    """A report cannot be checked (unreadable file, no evidence to check it against)."""
+
+
+@dataclass
+class Problem:
+    kind: str
+    message: str
+
+    @property
+    def failing(self) -> bool:
+        return self.kind in FAILING
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "failing": self.failing}
+
+
+@dataclass
+class CitationCheck:
+    text: str  # as written
+    url: str | None  # the URL cited (for a reference: the URL its block cites)
+    date: str | None  # the date given (None: none)
+    page_url: str | None = None  # the stored page it resolved to
+    page_last_updated: str | None = None
+    resolved: bool = False
+    ref: str | None = None  # "[Label Evidence #n]"
+
+    def to_json(self, url: Any) -> dict[str, Any]:
+        return {"text": self.text, "ref": self.ref, "url": url(self.url), "date": self.date,
+                "resolved": self.resolved, "page_url": url(self.page_url),
+                "page_last_updated": self.page_last_updated}
+
+
+@dataclass
+class QuoteCheck:
+    text: str
+    verbatim: bool
+    url: str | None = None  # where it was found (a cited page, or another page for a moved quote)
+    chunk_id: str | None = None
+    closest: str | None = None  # the cited pages' passage closest to a quote that is not verbatim
+
+
+@dataclass
+class Evidence:
+    """What backs (or fails to back) a claim: the page, and the passage that supports it best or the chunk
+    that holds its quote."""
+
+    url: str | None
+    last_updated: str | None
+    passage: str | None = None
+    score: float | None = None
+    chunk_id: str | None = None
+
+
+@dataclass
+class ClaimResult:
+    line: int
+    text: str
+    kind: str
+    verdict: str
+    citations: list[CitationCheck] = field(default_factory=list)
+    quotes: list[QuoteCheck] = field(default_factory=list)
+    evidence: Evidence | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.failing for p in self.problems)
+
+    @property
+    def has_url_and_date(self) -> bool:
+        return any(c.url and c.date for c in self.citations)
+
+
+@dataclass
+class CheckReport:
+    report: Path
+    origin: str  # "store" or "snapshot"
+    source_path: Path
+    charter_id: str
+    claims: list[ClaimResult]
+    gaps: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.claims)
+
+    def totals(self) -> dict[str, Any]:
+        verdicts = Counter(c.verdict for c in self.claims)
+        problems = Counter(p.kind for c in self.claims for p in c.problems)
+        quotes = [q for c in self.claims for q in c.quotes]
+        citations = [x for c in self.claims for x in c.citations]
+        return {
+            "claims": len(self.claims),
+            "cited": sum(1 for c in self.claims if c.citations),
+            "with_url_and_date": sum(1 for c in self.claims if c.has_url_and_date),
+            "quotes": len(quotes),
+            "quotes_verbatim": sum(1 for q in quotes if q.verbatim),
+            "citations": len(citations),
+            "citations_resolved": sum(1 for x in citations if x.resolved),
+            "gaps": self.gaps,
+            "verdicts": {v: verdicts[v] for v in _ORDER if verdicts[v]},
+            "problems": dict(sorted(problems.items())),
+        }
+
+    def rates(self) -> dict[str, float | None]:
+        """``citation_rate`` (claims carrying a URL and a last-updated date, of all claims), ``quote_accuracy``
+        (verbatim quotes, of the quotes checked) and ``supported_rate`` (claims quoted verbatim or supported,
+        of the cited claims); None when there is nothing to divide by."""
+        t = self.totals()
+        backed = sum(1 for c in self.claims if c.citations and c.verdict in ("quoted", "supported"))
+        return {
+            "citation_rate": _ratio(t["with_url_and_date"], t["claims"]),
+            "quote_accuracy": _ratio(t["quotes_verbatim"], t["quotes"]),
+            "supported_rate": _ratio(backed, t["cited"]),
+        }
+
+    def lines(self, width: int = 100) -> list[str]:
+        """The check as text: one line per claim (line number, verdict, text), its problems and evidence
+        indented under it, then :meth:`verdict`."""
+        out = []
+        for c in self.claims:
+            score = f" ({c.evidence.score:.2f})" if c.evidence and c.evidence.score is not None else ""
+            out.append(f"L{c.line:<4} {c.verdict + score:<24} {_clip(c.text, width)}")
+            for p in c.problems:
+                out.append(f"       {'FAIL' if p.failing else 'note'}: {p.message}")
+            if c.evidence is not None and c.evidence.passage and c.verdict != "supported":
+                out.append(f"       best passage: {_clip(c.evidence.passage, width)}")
+            out += [f"       closest: {_clip(q.closest, width)}" for q in c.quotes if not q.verbatim and q.closest]
+        return [*out, self.verdict()]
+
+    def verdict(self) -> str:
+        """One line: passed, or how many claims fail and why."""
+        r = self.rates()
+        rates = ", ".join(f"{k} {v:.2f}" if v is not None else f"{k} n/a" for k, v in r.items())
+        failing = [c for c in self.claims if not c.ok]
+        if not failing:
+            return f"OK {self.report.name}: {len(self.claims)} claims checked against the {self.origin}; {rates}"
+        kinds = Counter(p.kind for c in failing for p in c.problems if p.failing)
+        detail = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        return f"FAILED {self.report.name}: {len(failing)} of {len(self.claims)} claims ({detail}); {rates}"
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return round(a / b, 4) if b else None
+
+
+# -- quotes ---------------------------------------------------------------------------------------------------
+
+_FOLD = str.maketrans({"‘": "'", "’": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"', "″": '"'})
+_ELISION = "…"
+
+
+@functools.lru_cache(maxsize=8192)
+def _fold(text: str) -> str:
+    """NFC, typographic quote marks and apostrophes as ASCII, invisible characters removed, whitespace
+    collapsed."""
+    from ..untrusted import strip_invisible
+
+    return " ".join(strip_invisible(unicodedata.normalize("NFC", text)).translate(_FOLD).split())
+
+
+def quote_in_text(quote: str, text: str) -> bool:
+    """Whether ``quote`` is verbatim in ``text``: whitespace collapsed, quote marks folded, and each ``…`` an
+    elision (the parts around it appear in order)."""
+    parts = [p.strip() for p in _fold(quote).split(_ELISION)]
+    parts = [p for p in parts if p]
+    if not parts:
+        return False
+    haystack, pos = _fold(text), 0
+    for part in parts:
+        found = haystack.find(part, pos)
+        if found < 0:
+            return False
+        pos = found + len(part)
+    return True
+
+
+# -- checking -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Resolved:
+    citation: CitationCheck
+    page: SourcePage | None
+    quote_here: bool  # the claim's quotes are attributed to this citation's page
+
+
+def _resolve(c: Citation, parsed: ParsedReport, source: EvidenceSource, problems: list[Problem]) -> _Resolved:
+    """A citation checked: its page, allowlist and date (problems appended)."""
+    check = CitationCheck(c.text, c.url, c.date, ref=c.ref)
+    if c.kind == "footnote":
+        problems.append(Problem("missing_footnote", f"{c.text} has no footnote definition"))
+        return _Resolved(check, None, False)
+    if c.kind == "evidence" and c.url is None:
+        if not _from_reference(c, parsed, source, check):
+            problems.append(Problem("unknown_reference", f"{c.ref} is neither an evidence line of the report nor "
+                                                         f"a block of the charter's recorded synthesis"))
+            return _Resolved(check, None, False)
+    assert check.url is not None
+    page = source.page_for(check.url)
+    if page is None or not _allowed(page.url, source):
+        allowed = _allowed(_absolute(check.url), source)
+        kind, why = ("not_harvested", "is not a page the charter's store holds") if allowed else (
+            "off_allowlist", "is not on the charter's allowed_domains")
+        problems.append(Problem(kind, f"{check.url} {why}"))
+        return _Resolved(check, None, False)
+    check.page_url, check.page_last_updated, check.resolved = page.url, page.last_updated, True
+    _check_date(check, problems)
+    return _Resolved(check, page, c.kind != "also at")
+
+
+def _from_reference(c: Citation, parsed: ParsedReport, source: EvidenceSource, check: CitationCheck) -> bool:
+    """Fill a bare ``[Label Evidence #n]`` from the report's own evidence line, else the recorded synthesis."""
+    key = (c.label or "", c.n or 0)
+    line = parsed.evidence_lines.get(key)
+    if line is not None:
+        check.url, check.date = line.url, check.date or line.date
+        return True
+    block = source.blocks.get(key)
+    if block is None or not block.get("url"):
+        return False
+    check.url = str(block["url"])
+    check.date = check.date or str(block.get("last_updated") or "unknown")
+    return True
+
+
+def _absolute(url: str) -> str:
+    return url if "://" in url else "https://" + url
+
+
+def _allowed(url: str, source: EvidenceSource) -> bool:
+    from ..charter import url_allowed
+
+    return source.allowed_domains is None or url_allowed(_absolute(url), source.allowed_domains)
+
+
+def _check_date(check: CitationCheck, problems: list[Problem]) -> None:
+    expected = check.page_last_updated or "unknown"
+    if check.date is None:
+        problems.append(Problem("no_date", f"{check.url}: no last-updated date given (the page says {expected})"))
+    elif check.date.strip().lower() != expected.lower():
+        problems.append(Problem("wrong_date", f"{check.url}: last updated {check.date} given, the page says "
+                                              f"{expected}"))
+
+
+def _check_quote(quote: str, pages: list[SourcePage], source: EvidenceSource, problems: list[Problem]) -> QuoteCheck:
+    for page in pages:
+        where = _find(quote, page, source)
+        if where is not None:
+            return QuoteCheck(quote, True, page.url, where)
+    elsewhere = next((p for p in source.pages if p not in pages and _find(quote, p, source) is not None), None)
+    closest = _closest(quote, pages, source)
+    cited = ", ".join(p.url for p in pages)
+    if elsewhere is not None:
+        problems.append(Problem("quote_elsewhere", f"the quote is on {elsewhere.url}, not on the page cited "
+                                                   f"({cited})"))
+        return QuoteCheck(quote, False, elsewhere.url, closest=closest)
+    hint = " (an elision is marked with …, not ...)" if "..." in quote else ""
+    problems.append(Problem("quote_not_verbatim", f"the quote is not verbatim on {cited}{hint}"))
+    return QuoteCheck(quote, False, None, closest=closest)
+
+
+def _find(quote: str, page: SourcePage, source: EvidenceSource) -> str | None:
+    """The id of a chunk of ``page`` holding ``quote`` ("page text" when only the stored text does)."""
+    for chunk in source.chunks_of(page):
+        if quote_in_text(quote, chunk.text):
+            return chunk.id
+    if page.text and quote_in_text(quote, page.text):
+        return "page text"
+    return None
+
+
+def _closest(quote: str, pages: list[SourcePage], source: EvidenceSource) -> str | None:
+    from memory_store.text import sentences, terms
+
+    wanted = set(terms(quote))
+    best, best_share = None, 0.0
+    for page in pages:
+        for chunk in source.chunks_of(page):
+            for sentence in sentences(chunk.text):
+                share = len(wanted & set(terms(sentence))) / len(wanted) if wanted else 0.0
+                if share > best_share:
+                    best, best_share = sentence, share
+    return " ".join(best.split()) if best else None
+
+
+def _support(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource) -> tuple[str, Evidence]:
+    from .support import SUPPORTED, WEAK, passages, support_scores
+
+    candidates: list[tuple[str, SourcePage]] = []
+    for page in pages:
+        texts = [c.text for c in source.chunks_of(page)] or ([page.text] if page.text else [])
+        for text in texts:
+            candidates += [(p, page) for p in passages(text)]
+    candidates = list({(p, page.url): (p, page) for p, page in candidates}.values())
+    scores = support_scores(claim.plain, [p for p, _ in candidates], source.embedder()) if candidates else []
+    if not scores:
+        page = pages[0]
+        return "not found there", Evidence(page.url, page.last_updated, None, 0.0)
+    best = max(range(len(scores)), key=scores.__getitem__)
+    passage, page = candidates[best]
+    score = scores[best]
+    verdict = "supported" if score >= SUPPORTED else "weakly supported" if score >= WEAK else "not found there"
+    return verdict, Evidence(page.url, page.last_updated, passage, score)
+
+
+def _check_claim(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource) -> ClaimResult:
+    result = ClaimResult(claim.line, claim.text, claim.kind, "")
+    if not claim.citations:
+        if claim.marked_unsupported:
+            result.verdict = "marked unsupported"
+        else:
+            result.problems.append(Problem("uncited", "the claim cites no source and is not marked unsupported"))
+            result.verdict = "uncited"
+        return result
+    resolved = [_resolve(c, parsed, source, result.problems) for c in claim.citations]
+    result.citations = [r.citation for r in resolved]
+    pages = list({id(r.page): r.page for r in resolved if r.page is not None and r.quote_here}.values())
+    if pages and claim.quotes:
+        result.quotes = [_check_quote(q, pages, source, result.problems) for q in claim.quotes]
+        found = next((q for q in result.quotes if q.verbatim), None)
+        page = next((p for p in pages if found is not None and p.url == found.url), pages[0])
+        result.evidence = Evidence(page.url, page.last_updated, chunk_id=found.chunk_id if found else None)
+        result.verdict = "quoted"
+        if _says_more(claim):  # 'The page says "…", so the lamp was never lit': the rest is a claim too
+            verdict, evidence = _support(claim, pages, source)
+            if verdict == "not found there":
+                result.verdict, result.evidence = verdict, evidence
+    elif pages:
+        result.verdict, result.evidence = _support(claim, pages, source)
+    if result.verdict == "not found there":
+        result.problems.append(Problem("not_found", "no passage of the cited page states the claim "
+                                                    f"(best {result.evidence.score or 0:.2f})"))
+    result.verdict = _worst(result)
+    return result
+
+
+#: A claim that quotes is scored as a claim too when it holds this many content words outside its quotes.
+SAYS_MORE_WORDS = 5
+
+
+def _says_more(claim: ReportClaim) -> bool:
+    from memory_store.text import content_words
+
+    return len(content_words(claim.outside)) >= SAYS_MORE_WORDS
+
+
+def _worst(result: ClaimResult) -> str:
+    kinds = {p.kind for p in result.problems}
+    if kinds & _UNRESOLVED:
+        return "citation unresolved"
+    if kinds & {"quote_not_verbatim", "quote_elsewhere"}:
+        return "quote not verbatim"
+    if "wrong_date" in kinds:
+        return "wrong date"
+    return result.verdict or "citation unresolved"
+
+
+def check_text(text: str, source: EvidenceSource, *, report: str | Path = "report.md") -> CheckReport:
+    """Check Markdown ``text`` against ``source`` (see the module docstring)."""
+    parsed = parse_report(text)
+    claims = [_check_claim(c, parsed, source) for c in parsed.claims]
+    return CheckReport(Path(report), source.origin, source.path, source.charter_id, claims, parsed.gaps)
+
+
+def check_report(
+    report: str | Path, *, charter: Charter | None = None, snapshot: str | Path | None = None
+) -> CheckReport:
+    """Check the Markdown report at ``report`` against the charter's store, or against ``snapshot`` (an audit
+    snapshot; ``charter``, when given too, supplies the allowlist). CheckError for an unreadable report or
+    when neither is given; StoreNotFound / SnapshotError / CharterError pass through."""
+    from ..files import FileRefused, read_regular
+    from .evidence_source import from_snapshot, from_store
+
+    path = Path(report).expanduser()
+    try:  # a regular file only, read without blocking (a FIFO or a device is refused at once), and bounded
+        text = read_regular(path, limit=MAX_REPORT_BYTES, what="report").decode("utf-8")
+    except FileRefused as exc:
+        raise CheckError(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckError(f"cannot read report {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if snapshot is not None:
+        source = from_snapshot(snapshot, charter)
+    elif charter is not None:
+        source = from_store(charter)
+    else:
+        raise CheckError("give the charter (its store) or a snapshot to check the report against")
+    return check_text(text, source, report=path)
+
+
+# -- JSON -----------------------------------------------------------------------------------------------------
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _plain(text: str | None, _source: str | None = None) -> str | None:
+    return text
+
+
+def report_json(result: CheckReport, quote: Any = None, url: Any = None) -> dict[str, Any]:
+    """The check as one JSON document: per claim its line, text, verdict, citations, quotes, evidence and
+    problems; the totals and rates; ``ok``. ``quote(text, source)`` wraps text taken from the report or a page
+    (the MCP server's untrusted-content delimiters); ``url`` gives a URL as an agent may see it."""
+    from .support import SUPPORTED, WEAK
+
+    q, u = quote or _plain, url or _same
+    where = f"the report {result.report.name} (may quote web pages)"
+    claims = []
+    for c in result.claims:
+        claims.append({
+            "line": c.line,
+            "text": q(c.text, f"{where}, line {c.line}"),
+            "kind": c.kind,
+            "verdict": _own(c.verdict, quote),
+            "ok": c.ok,
+            "citations": [x.to_json(u) for x in c.citations],
+            "quotes": [{"text": q(x.text, f"{where}, line {c.line}"), "verbatim": x.verbatim, "url": u(x.url),
+                        "chunk_id": x.chunk_id, "closest": q(x.closest, x.url) if x.closest else None}
+                       for x in c.quotes],
+            "evidence": _evidence_json(c.evidence, q, u),
+            "problems": [_problem_json(p, quote) for p in c.problems],
+        })
+    totals = result.totals()
+    totals["verdicts"] = {_own(v, quote): n for v, n in totals["verdicts"].items()}  # brt's words
+    return {
+        "report": _own(str(result.report), quote),  # the paths the caller gave
+        "charter_id": result.charter_id,
+        "checked_against": result.origin,
+        "source_path": _own(str(result.source_path), quote),
+        "ok": result.ok,
+        "verdict": _own(result.verdict(), quote),
+        **result.rates(),
+        "totals": totals,
+        "thresholds": {"supported": SUPPORTED, "weakly_supported": WEAK},
+        "claims": claims,
+    }
+
+
+def _evidence_json(e: Evidence | None, q: Any, u: Any) -> dict[str, Any] | None:
+    if e is None:
+        return None
+    return {"url": u(e.url), "last_updated": e.last_updated, "passage": q(e.passage, e.url) if e.passage else None,
+            "score": e.score, "chunk_id": e.chunk_id}
+
+
+def _problem_json(p: Problem, quote: Any) -> dict[str, Any]:
+    doc = p.to_json()
+    doc["message"] = _escape(p.message, quote)
+    return doc
+
+
+def _own(text: str, quote: Any) -> str:
+    """brt's own wording (counts, rates and the report's file name, which the caller gave): marked trusted for an
+    agent (``untrusted.agent_document`` shows it outside the delimiters, escaped)."""
+    if quote is None:
+        return text
+    from ..untrusted import trusted
+
+    return trusted(text)
+
+
+def _escape(text: str, quote: Any) -> str:
+    """Messages name URLs and dates taken from the report: no delimiter may appear in them for an agent."""
+    if quote is None:
+        return text
+    from ..untrusted import escape_untrusted
+
+    return escape_untrusted(text)
+

@@ -1,0 +1,143 @@
+"""Bounded work per page, against small hostile pages served on loopback (tests/sites/hostile.py): a page's
+scripts cannot make brt's own reads loop forever, a renderer that never yields is closed at the deadline, a PDF is
+extracted in a child killed at its limits, popups are closed, links per page are capped, ``max_duration_s`` is a
+hard stop; and a page is cited under the URL of the document the server sent, never ``location.href``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from orchestrator.charter import parse_charter
+from orchestrator.config import open_memory
+from orchestrator.harvest import harvest, harvest_async
+from tests.sites.hostile import HOSTILE_RULES, many_links, start_hostile_site, text_bomb_pdf
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def hostile(monkeypatch):
+    monkeypatch.setenv("BRT_HOST_RESOLVER_RULES", HOSTILE_RULES)
+    site = start_hostile_site()
+    try:
+        yield site
+    finally:
+        site.stop()
+
+
+def _charter(site: Any, paths: list[str], charter_id: str, **harvest_options: Any) -> Any:
+    settings = {"max_depth": 0, "timeout_s": 5, "concurrency": 2, "obey_robots": False, "max_duration_s": 120}
+    settings.update(harvest_options)
+    return parse_charter(
+        {
+            "id": charter_id,
+            "title": "Hostile pages",
+            "allowed_domains": ["allowed.test"],
+            "seeds": [site.url(p) for p in paths],
+            "harvest": settings,
+            "memory": {"use_concept_index": False},
+        }
+    )
+
+
+def _run(charter: Any, limit_s: float) -> tuple[Any, float]:
+    """The harvest, failed (not hung) when it takes longer than ``limit_s``."""
+    t0 = time.monotonic()
+    report = asyncio.run(asyncio.wait_for(harvest_async(charter), timeout=limit_s))
+    return report, time.monotonic() - t0
+
+
+def _events(report: Any) -> dict[str, dict[str, Any]]:
+    return {e["url"].split("/", 3)[-1]: e for e in report.events}
+
+
+def test_page_scripts_cannot_hang_brts_reads(hostile, brt_home, embedder):
+    """An ``HTMLAnchorElement.prototype.href`` getter, ``Array.prototype.map`` or ``outerHTML`` getter that loops
+    forever does not touch brt's reads (links and the selector's region come from the serialised DOM); a page
+    whose scripts never yield is closed at its deadline. The harvest goes on."""
+    charter = _charter(
+        hostile,
+        ["href-loop.html", "map-loop.html", "outer-loop.html", "busy.html"],
+        "hostile_scripts",
+        max_depth=1,
+        selectors={"allowed.test": "main"},
+    )
+    report, took = _run(charter, 150)
+    events = _events(report)
+    for page in ("href-loop.html", "map-loop.html", "outer-loop.html", "plain.html"):
+        assert events[page]["outcome"] == "stored", events[page]
+    assert events["href-loop.html"]["links"] == [hostile.url("plain.html")]  # read from the DOM, not by JS
+    busy = events["busy.html"]
+    assert busy["outcome"] == "failed" and "within timeout_s" in busy["reason"], busy
+    assert took < 90, took
+
+
+def test_pdf_extraction_is_bounded(hostile, brt_home, embedder):
+    report, took = _run(_charter(hostile, ["slow.pdf", "report.pdf"], "hostile_pdf"), 120)
+    events = _events(report)
+    assert events["slow.pdf"]["outcome"] == "failed", events["slow.pdf"]
+    assert events["slow.pdf"]["reason"] == "PDF extraction stopped after 5 s (timeout_s)"
+    assert events["report.pdf"]["outcome"] == "stored"
+    assert took < 60, took
+
+    from orchestrator.harvest.pdf import PdfLimit, extract_pdf_bounded
+
+    with pytest.raises(PdfLimit, match="over its limits"):  # a PDF that needs hundreds of MB to extract
+        asyncio.run(extract_pdf_bounded(text_bomb_pdf(), "http://allowed.test/bomb.pdf", timeout_s=60,
+                                        memory_bytes=200 * 1_048_576))
+
+
+def test_pages_brt_did_not_open_are_closed(hostile, brt_home, embedder):
+    """``window.open`` (with and without an opener) and ``target=_blank`` pages are closed as they appear: the
+    popups, which each open one more after 100 ms, do not multiply."""
+    report, _took = _run(_charter(hostile, ["popups.html", "plain.html"], "hostile_popups"), 120)
+    assert _events(report)["popups.html"]["outcome"] == "stored"
+    assert hostile.hits("/popup.html") <= 20, hostile.hits("/popup.html")
+    assert report.popups_closed >= 9, report.popups_closed
+
+
+def test_links_per_page_are_capped(hostile, brt_home, embedder):
+    from orchestrator.harvest.crawl import MAX_LINKS
+
+    # a page of 50,000 links: at most MAX_LINKS of them reach the crawl's frontier
+    report, took = _run(_charter(hostile, ["links.html"], "hostile_links", max_depth=1, max_pages=3, timeout_s=30), 200)
+    page = _events(report)["links.html"]
+    assert page["outcome"] == "stored", page
+    assert len(page["links"]) == MAX_LINKS
+    assert len(report.events) + report.not_attempted <= 1 + MAX_LINKS
+
+    # the reader takes the first MAX_ANCHORS links of a page, quickly
+    from orchestrator.harvest.readers.playwright.bounds import MAX_ANCHORS, read_links
+
+    t0 = time.monotonic()
+    assert len(read_links(many_links(200_000).decode(), hostile.url("links.html"))) == MAX_ANCHORS
+    assert time.monotonic() - t0 < 10
+
+
+def test_max_duration_is_a_hard_stop(hostile, brt_home, embedder):
+    """max_duration_s stops the pages in flight: here a PDF being extracted, with a timeout_s of 60."""
+    charter = _charter(hostile, ["slow.pdf"], "hostile_duration", timeout_s=60, max_duration_s=8)
+    report, took = _run(charter, 120)
+    event = _events(report)["slow.pdf"]
+    assert report.stopped == "max_duration_s reached (8 s)"
+    assert event["outcome"] == "failed" and event["reason"] == "stopped: max_duration_s reached (8 s)", event
+    assert took < 8 + 15, took
+
+
+def test_a_page_is_cited_under_the_url_it_was_served_from(hostile, brt_home, embedder):
+    """A post that calls ``history.replaceState`` to pose as the official page is stored under its own URL, and
+    the official page is stored too (not skipped as its duplicate)."""
+    charter = _charter(hostile, ["blog/post.html", "official/policy.html"], "provenance", concurrency=1)
+    report = harvest(charter)
+    events = _events(report)
+    assert events["blog/post.html"]["final_url"] == hostile.url("blog/post.html")
+    assert events["official/policy.html"]["outcome"] == "stored", events["official/policy.html"]
+    mem = open_memory(charter)
+    assert "abolished in 1999" in mem.page(hostile.url("blog/post.html")).text
+    assert "payable by every vessel" in mem.page(hostile.url("official/policy.html")).text
+    hit = mem.search("Were the harbour dues abolished?", k=1)[0]
+    assert hit.metadata["url"] == hostile.url("blog/post.html")
