@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .har import ReplayIndex
     from .models import HarvestEvent
     from .net.fetcher import DocumentFetcher
+    from .net.guard import NetGuard
     from .reader import CrawlHost
 
 __all__ = ["ACCEPT", "StaticSource", "read_static", "replay_fetch"]
@@ -58,13 +59,16 @@ ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 @dataclass
 class StaticSource:
     """Where the static path gets a page's document, and where it records what it read: live, brt's document
-    ``fetcher`` (with the browser's ``user_agent``); in a replay, the HAR's ``replay_index``. ``har_entries``
-    receives the documents read without the browser (the reader's HAR gets them when it is written)."""
+    ``fetcher`` (with the browser's ``user_agent``); in a replay, the HAR's ``replay_index``, each hop of a
+    recorded redirect chain judged by the allowlist and ``guard`` (the replay's offline guard: IP literals and
+    resolver rules). ``har_entries`` receives the documents read without the browser (the reader's HAR gets
+    them when it is written)."""
 
     fetcher: DocumentFetcher | None = None
     replay_index: ReplayIndex | None = None
     har_entries: list[dict[str, Any]] | None = None
     user_agent: str | None = None
+    guard: NetGuard | None = None
 
 
 async def read_static(
@@ -217,7 +221,12 @@ def _record_har(source: StaticSource, url: str, result: FetchResult) -> None:
 async def _fetch(host: CrawlHost, url: str, source: StaticSource, deadline: float) -> FetchResult | None:
     """The document of ``url``: from the replay HAR, or fetched by brt's document fetcher."""
     if source.replay_index is not None:
-        return replay_fetch(source.replay_index, url, host.charter.allows)
+        result = replay_fetch(source.replay_index, url, host.charter.allows)
+        if result is not None and source.guard is not None:
+            for hop in result.hops:
+                if await source.guard.check(hop) is not None:
+                    return None  # refused by the browser path's routes, which say why
+        return result
     assert source.fetcher is not None
     headers = {"Accept": ACCEPT, "Accept-Language": "en-US,en;q=0.9"}
     if source.user_agent:

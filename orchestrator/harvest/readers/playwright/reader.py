@@ -349,6 +349,7 @@ class PlaywrightReader:
             replay_index=self.host.replay_index if self.replay is not None else None,
             har_entries=session.har_extra,
             user_agent=self.user_agent,
+            guard=session.guard,
         )
 
     async def _before_navigation(
