@@ -22,6 +22,18 @@ from .records import PageRecord
 log = logging.getLogger(__name__)
 
 
+_PAGE_KEYS = frozenset(
+    {"type", "url", "final_url", "title", "last_updated", "last_updated_source", "selector", "fetched_at", "status",
+     "content_type", "chunk_ids", "stored_at", "text"}
+)
+
+
+def _extra_fields(page: PageRecord, page_fields: Callable[[PageRecord], dict[str, Any]] | None) -> dict[str, Any]:
+    if page_fields is None:
+        return {}
+    return {k: v for k, v in page_fields(page).items() if k not in _PAGE_KEYS}
+
+
 def write_snapshot(
     path: str | os.PathLike[str],
     *,
@@ -34,9 +46,11 @@ def write_snapshot(
     extra_records: Iterable[dict[str, Any]] = (),
     include_vectors: bool = True,
     tool_version: str = "0.1.0",
+    page_fields: Callable[[PageRecord], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Write the audit snapshot (JSONL, manifest first) to ``path`` atomically; returns the manifest. The store
-    is read under its write lock (when it exists), so the snapshot is one consistent state."""
+    is read under its write lock (when it exists), so the snapshot is one consistent state. ``page_fields(page)``
+    adds the caller's fields to a page record (never replacing the store's own)."""
     out = Path(path).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {"page": 0, "chunk": 0}
@@ -72,6 +86,7 @@ def write_snapshot(
                         "stored_at": page.stored_at,
                         "text": page.text,
                     }
+                    | _extra_fields(page, page_fields)
                 )
             for row in chunks(include_vectors):
                 emit({"type": "chunk", **row})

@@ -472,8 +472,10 @@ class Memory:
         extra_records: Iterable[dict[str, Any]] = (),
         include_vectors: bool = True,
         tool_version: str = "0.1.0",
+        page_fields: Callable[[PageRecord], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """Write the audit snapshot (JSONL, manifest first) to ``path`` atomically; returns the manifest."""
+        """Write the audit snapshot (JSONL, manifest first) to ``path`` atomically; returns the manifest.
+        ``page_fields(page)`` adds the caller's fields to each page record (the store's own are kept)."""
         return _snapshot.write_snapshot(
             path,
             charter_id=self.charter_id,
@@ -485,6 +487,7 @@ class Memory:
             extra_records=extra_records,
             include_vectors=include_vectors,
             tool_version=tool_version,
+            page_fields=page_fields,
         )
 
     # --- housekeeping -----------------------------------------------------------------------------------

@@ -79,6 +79,9 @@ class Harvest(_Strict):
     timeout_s: float = Field(30, gt=0, le=600)
     obey_robots: bool = True
     javascript: bool = True
+    # docs/harvest.md, "Render only when needed": auto reads each page from the HTML brt fetched and renders it in
+    # the browser only when the page needs it (harvest/render_need.py); always renders every page; never none.
+    render: Literal["auto", "always", "never"] = "auto"
     # Harvest hardening (docs/harvest.md): per-host politeness and the per-page cap on decoded content.
     per_domain_concurrency: int = Field(2, ge=1, le=32)
     min_delay_s: float = Field(0.0, ge=0, le=60)

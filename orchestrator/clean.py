@@ -16,6 +16,7 @@ from . import __version__
 from .api import make_module_callable
 from .config import memory_basepath, open_memory, snapshots_dir, store_exists, store_uri
 from .harvest.har import har_files, merge_hars
+from .harvest.journal import render_of_pages
 
 if TYPE_CHECKING:
     from memory_store import Memory
@@ -66,12 +67,13 @@ def clean(
     except StoreLocked as exc:
         raise HarvestBusy(f"cannot clean now, nothing was written: {exc}") from exc
     try:
-        extra = [dict(e, type=e.get("type", "harvest_event")) for e in mem.events()]
+        events = mem.events()
+        extra = [dict(e, type=e.get("type", "harvest_event")) for e in events]
         extra.extend(_concept_records(charter, mem))
         from .audit.hooks import clean_records
 
         extra.extend(clean_records(charter, mem, vectors=vectors))  # audit: charter, synthesis, concepts
-        manifest, har = _write(mem, path, extra, vectors, within)
+        manifest, har = _write(mem, path, extra, vectors, within, render_of_pages(events))
         if not keep_store:
             mem.reset()
     finally:
@@ -81,10 +83,16 @@ def clean(
 
 
 def _write(mem: Memory, path: Path, extra: list[dict[str, Any]], vectors: bool,
-           within: list[Path] | None) -> tuple[dict[str, Any], Path | None]:
-    """The snapshot and the merged HAR at ``path`` (see :func:`clean`'s ``within``)."""
+           within: list[Path] | None, render: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], Path | None]:
+    """The snapshot and the merged HAR at ``path`` (see :func:`clean`'s ``within``); each page record says how
+    the page was read (``render``: from the harvest events)."""
+
+    def page_fields(page: Any) -> dict[str, Any]:
+        return render.get(page.url) or render.get(page.requested_url or "") or {}
+
     if within is None:
-        manifest = mem.snapshot(path, extra_records=extra, include_vectors=vectors, tool_version=__version__)
+        manifest = mem.snapshot(path, extra_records=extra, include_vectors=vectors, tool_version=__version__,
+                                page_fields=page_fields)
         return manifest, merge_hars(har_files(mem), path.with_suffix(".har"))
     import shutil
     import tempfile
@@ -96,7 +104,8 @@ def _write(mem: Memory, path: Path, extra: list[dict[str, Any]], vectors: bool,
     staging = Path(tempfile.mkdtemp(prefix=".clean-", dir=brt_home()))
     try:
         staged = staging / path.name
-        manifest = mem.snapshot(staged, extra_records=extra, include_vectors=vectors, tool_version=__version__)
+        manifest = mem.snapshot(staged, extra_records=extra, include_vectors=vectors, tool_version=__version__,
+                                page_fields=page_fields)
         har = merge_hars(har_files(mem), staged.with_suffix(".har"))
         if har is not None:
             har = move_file(har, path.with_suffix(".har"), within=within)

@@ -3,7 +3,7 @@
 - ``embedder``: the real bundled embedding model, loaded once per test session;
 - ``brt_home``: a temp ``BRT_HOME`` of the test's own;
 - ``local_site``: the one local web site fixture: ``local_site(kind="pages", **options)`` starts one of the sites
-  of ``tests/sites`` (pages, misbehaving, background, slow, websocket) and stops it after the test;
+  of ``tests/sites`` (pages, misbehaving, background, slow, websocket, js) and stops it after the test;
 - ``make_charter``: the one charter factory;
 - ``debug_chromium``: a Chromium with a DevTools port, for ``--browser-url``.
 
@@ -103,9 +103,11 @@ def brt_home(tmp_path, monkeypatch):
 def local_site(tmp_path, monkeypatch) -> Iterator[Callable[..., Any]]:
     """Start a local site: ``local_site()`` (the ``pages`` site, files in a temp folder), ``local_site("misbehaving",
     **options)``, ``local_site("background")``, ``local_site("slow", pages=20, delay_s=1.0, files=0)``,
-    ``local_site("websocket")``. Every site started is stopped after the test. The misbehaving site's made-up
-    host names resolve to loopback (``BRT_HOST_RESOLVER_RULES``, for Chromium and brt's guard)."""
+    ``local_site("websocket")``, ``local_site("js")`` (pages that need JavaScript and pages that do not). Every
+    site started is stopped after the test. The misbehaving site's made-up host names resolve to loopback
+    (``BRT_HOST_RESOLVER_RULES``, for Chromium and brt's guard)."""
     from tests.sites.background import start_background_server
+    from tests.sites.js import start_js_site
     from tests.sites.misbehaving import start_badserver
     from tests.sites.pages import start_site
     from tests.sites.slow import start_slow_site
@@ -125,6 +127,8 @@ def local_site(tmp_path, monkeypatch) -> Iterator[Callable[..., Any]]:
             site = start_slow_site(**options)
         elif kind == "websocket":
             site = start_wsserver(**options)
+        elif kind == "js":
+            site = start_js_site(**options)
         else:
             raise ValueError(f"unknown local site kind {kind!r}")
         started.append(site)

@@ -46,6 +46,8 @@ class _Page(_Record):
     chunk_ids: list[str] = Field(default_factory=list)
     stored_at: str | None = None
     text: str
+    render: str | None = None  # harvest.render when it was stored
+    rendered: bool | None = None  # whether the browser rendered it (False: read from the HTML as served)
 
 
 class _Chunk(_Record):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +21,7 @@ from .journal import Journal, load_links, read_events
 from .limits import CrawlBudget, is_disk_full
 from .models import Fetched, HarvestEvent, HarvestReport
 from .net.urls import canonical_url, filter_links
-from .reader import PageReader
-from .reading import ReadingHost
+from .reader import PageRead, PageReader, ReadingHost
 from .revalidate import load_fingerprints
 from .summary import summarize
 from .writer import Writer
@@ -72,7 +71,7 @@ class Crawl(ReadingHost):
         self.fingerprints: dict[str, dict[str, Any]] = {}  # refresh: URL -> fingerprint of its stored page
         self.replay_index: ReplayIndex | None = None  # with replay: the HAR's responses (har.ReplayIndex)
         self.resume_links: dict[str, list[str]] = {}
-        self.init_politeness()  # per-host slots and delays, robots.txt (reading.py)
+        self.init_politeness()  # per-host slots and delays, robots.txt (reader.ReadingHost)
         self.journal = Journal(memory, self.run_id, on_disk_full=self.budget.stop)
         self.writer = Writer(
             memory,
@@ -244,31 +243,11 @@ class Crawl(ReadingHost):
         self.finish(event, "skipped", "already stored (refresh to fetch it again)")
         return list(known or [])
 
-    async def extract_and_queue(
-        self,
-        event: HarvestEvent,
-        html: str,
-        final_url: str,
-        links: list[str],
-        headers: dict[str, str],
-        selector: str | None,
-        region_html: str | None,
-        status: int | None,
-        content_type: str | None,
-        fetched_at: str,
-        served: Callable[[], Awaitable[str | None]] | None = None,
+    async def hand_over(
+        self, event: HarvestEvent, read: PageRead, extracted: ExtractedPage
     ) -> tuple[list[str], bool]:
-        """The tail every way of reading a page shares: size cap, duplicate check, extraction, max_pages, and
-        the hand-off to the writer. Returns (links to follow, whether the page went to the writer). ``served``:
-        the HTML the server sent, read when the rendered page has none (``extract_read``)."""
-        if self.over_size(event, html):
-            return [], False
-        if self.is_duplicate(event, final_url):
-            return links, False
-        extracted = await self.extract_read(event, html, final_url, headers, selector, region_html, served)
-        if extracted is None:
-            return links, False
-        return await self.queue_page(event, extracted, links, status, content_type, fetched_at)
+        """The end of a page read (``ReadingHost.extract_and_queue``): max_pages, then the writer."""
+        return await self.queue_page(event, extracted, read.links, read.status, read.content_type, read.fetched_at)
 
     def is_duplicate(self, event: HarvestEvent, final_url: str) -> bool:
         """Settle ``event`` as skipped (and say True) when its final URL was read already in this run."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
 
-__all__ = ["ExtractedPage", "LastUpdatedSource", "extract_page", "select_region"]
+__all__ = ["ExtractedPage", "LastUpdatedSource", "decode_html", "extract_page", "select_region"]
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +133,31 @@ def _extract_page(
         selector=selector or "body",
         lead_recovered=lead_source,
     )
+
+
+_CHARSET = re.compile(rb"charset\s*=\s*[\"']?\s*([\w.:-]+)", re.IGNORECASE)
+_META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([\w.:-]+)", re.IGNORECASE)
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def decode_html(body: bytes | None, headers: Mapping[str, str] | None = None) -> str | None:
+    """``body`` as text, in the encoding a browser would pick: a byte-order mark, else the charset the
+    Content-Type names, else a ``<meta charset>`` in the first 1024 bytes, else UTF-8 (bytes that do not decode
+    are replaced). None for no body."""
+    if not body:
+        return None
+    for bom, name in _BOMS:
+        if body.startswith(bom):
+            return body[len(bom) :].decode(name, "replace")
+    ctype = next((v for k, v in (headers or {}).items() if k.lower() == "content-type"), "")
+    declared = _CHARSET.search(ctype.encode("latin-1", "replace")) or _META_CHARSET.search(body[:1024])
+    name = declared.group(1).decode("ascii", "replace").lower() if declared else "utf-8"
+    if name in ("utf-16", "utf-16le", "utf-16be"):  # a meta tag that says UTF-16 in ASCII bytes is wrong
+        name = "utf-8"
+    try:
+        return body.decode(name, "replace")
+    except LookupError:  # a charset Python does not know
+        return body.decode("utf-8", "replace")
 
 
 def select_region(html: str, selector: str) -> str | None:

@@ -34,7 +34,9 @@ __all__ = [
     "ReplayIndex",
     "add_har_entries",
     "fingerprint_headers",
+    "har_document_entry",
     "har_entry",
+    "har_error_urls",
     "har_files",
     "har_name",
     "har_path_for",
@@ -103,6 +105,22 @@ def har_urls(har: Path) -> set[str]:
         try:
             urls.add(str(entry["request"]["url"]).split("#", 1)[0])
         except (KeyError, TypeError):
+            continue
+    return urls
+
+
+def har_error_urls(har: Path) -> set[str]:
+    """The request URLs (without fragment) a HAR file answers with an error status (4xx/5xx)."""
+    try:
+        entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HarvestError(f"cannot read the replay HAR {har}: {exc}") from exc
+    urls: set[str] = set()
+    for entry in entries:
+        try:
+            if int(entry["response"].get("status") or 0) >= 400:
+                urls.add(str(entry["request"]["url"]).split("#", 1)[0])
+        except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return urls
 
@@ -185,6 +203,23 @@ def har_entry(method: str, url: str, response: Any, target: str) -> dict[str, An
     }
 
 
+def har_document_entry(method: str, response: Any) -> dict[str, Any]:
+    """A document brt fetched itself and read without the browser (``static.py``), as the HAR keeps it: its
+    final URL, status, headers and the body exactly as served (base64), so a replay serves the same document and
+    ``brt verify`` finds the body the page's text was extracted from. ``response`` is a ``FetchResult``."""
+    entry = har_entry(method, response.url, response, "")
+    body = bytes(response.body or b"")
+    entry["response"]["content"] = {
+        "size": len(body),
+        "mimeType": response.header("content-type") or "text/html",
+        "text": base64.b64encode(body).decode("ascii"),
+        "encoding": "base64",
+    }
+    entry["response"]["bodySize"] = len(body)
+    entry["time"] = round(float(getattr(response, "elapsed_s", 0.0) or 0.0) * 1000, 3)
+    return entry
+
+
 def add_har_entries(har_path: Any, entries: list[dict[str, Any]]) -> None:
     """Add ``entries`` to the HAR file (replacing recorded entries of the same URL that have no response)."""
     if not entries:
@@ -194,7 +229,7 @@ def add_har_entries(har_path: Any, entries: list[dict[str, Any]]) -> None:
         har = json.loads(path.read_text(encoding="utf-8"))
         log = har["log"]
     except (OSError, ValueError, KeyError) as exc:
-        logger.warning("cannot add refused redirects to %s: %s", path, exc)
+        logger.warning("cannot add brt's own entries (documents, refused redirects) to %s: %s", path, exc)
         return
     urls = {e["request"]["url"] for e in entries}
     kept = [
@@ -208,7 +243,7 @@ def add_har_entries(har_path: Any, entries: list[dict[str, Any]]) -> None:
         tmp.write_text(json.dumps(har), encoding="utf-8")
         tmp.replace(path)
     except OSError as exc:  # e.g. a full disk (limits.py): the HAR keeps what Playwright wrote
-        logger.warning("cannot add refused redirects to %s: %s", path, exc)
+        logger.warning("cannot add brt's own entries (documents, refused redirects) to %s: %s", path, exc)
         tmp.unlink(missing_ok=True)
 
 
@@ -256,6 +291,11 @@ def merge_hars(hars: list[Path], dest: Path) -> Path | None:
 
     write_file(dest, json.dumps(merged))  # a link planted at dest is replaced, never followed
     return dest
+
+
+def _content_bytes(content: dict[str, Any]) -> bytes:
+    text = content.get("text") or ""
+    return base64.b64decode(text) if content.get("encoding") == "base64" else str(text).encode("utf-8")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -312,42 +352,49 @@ def fingerprint_headers(headers: dict[str, str]) -> dict[str, str]:
 
 class ReplayIndex:
     """The replay HAR's responses by URL (the first entry of a URL, as Playwright's HAR router serves it),
-    hashed, with recorded redirects followed."""
+    hashed, with recorded redirects followed. The HTML documents' bodies and headers are kept (what a page read
+    without the browser is read from: ``static.py``); other bodies are read from the file again when asked."""
 
     def __init__(self, har: Path):
         self.har = Path(har)
         self.entries: dict[str, tuple[int, str, dict[str, str], str | None]] = {}
+        self.documents: dict[str, tuple[list[tuple[str, str]], bytes]] = {}  # HTML: (headers, body)
         data = json.loads(Path(har).read_text(encoding="utf-8"))
         for entry in data.get("log", {}).get("entries", []):
             try:
-                request, response = entry["request"], entry["response"]
-                url = str(request["url"]).split("#", 1)[0]
-                if url in self.entries or request.get("method", "GET") != "GET":
-                    continue
-                status = int(response.get("status") or 0)
-                headers = {str(h["name"]).lower(): str(h["value"]) for h in response.get("headers", [])}
-                content = response.get("content") or {}
-                text = content.get("text") or ""
-                body = base64.b64decode(text) if content.get("encoding") == "base64" else text.encode("utf-8")
-                location = response.get("redirectURL") or headers.get("location")
-                target = urljoin(url, location) if 300 <= status < 400 and location else None
-                self.entries[url] = (status, sha256_hex(body), fingerprint_headers(headers), target)
+                self._add(entry)
             except (KeyError, TypeError, ValueError) as exc:
                 logger.debug("replay index: skipping an entry: %s", exc)
 
+    def _add(self, entry: dict[str, Any]) -> None:
+        request, response = entry["request"], entry["response"]
+        url = str(request["url"]).split("#", 1)[0]
+        if url in self.entries or request.get("method", "GET") != "GET":
+            return
+        status = int(response.get("status") or 0)
+        pairs = [(str(h["name"]), str(h["value"])) for h in response.get("headers", [])]
+        headers = {name.lower(): value for name, value in pairs}
+        body = _content_bytes(response.get("content") or {})
+        location = response.get("redirectURL") or headers.get("location")
+        target = urljoin(url, location) if 300 <= status < 400 and location else None
+        self.entries[url] = (status, sha256_hex(body), fingerprint_headers(headers), target)
+        ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if target is None and ctype in ("text/html", "application/xhtml+xml"):
+            self.documents[url] = (pairs, body)
+
     def body(self, url: str) -> bytes | None:
-        """The body the HAR holds for ``url`` itself (read from the file again: bodies are not kept)."""
+        """The body the HAR holds for ``url`` itself (a document's from memory, others read from the file)."""
         key = url.split("#", 1)[0]
         if key not in self.entries or self.entries[key][3] is not None:
             return None
+        if key in self.documents:
+            return self.documents[key][1]
         data = json.loads(self.har.read_text(encoding="utf-8"))
         for entry in data.get("log", {}).get("entries", []):
             try:
                 if str(entry["request"]["url"]).split("#", 1)[0] != key:
                     continue
-                content = entry["response"].get("content") or {}
-                text = content.get("text") or ""
-                return base64.b64decode(text) if content.get("encoding") == "base64" else text.encode("utf-8")
+                return _content_bytes(entry["response"].get("content") or {})
             except (KeyError, TypeError, ValueError):
                 continue
         return None

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from .models import HarvestEvent
 
-__all__ = ["Journal", "last_summary", "load_links", "read_events"]
+__all__ = ["Journal", "last_summary", "load_links", "read_events", "render_of_pages"]
 
 logger = logging.getLogger(__name__)
 
@@ -138,3 +138,18 @@ def last_summary(memory: Memory) -> dict[str, Any] | None:
         if e.get("type") == "harvest_summary":
             return {k: v for k, v in e.items() if k not in ("type",)}
     return None
+
+
+def render_of_pages(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """URL (requested and final) -> how its stored page was read, from the newest event that stored it:
+    ``{"render": <harvest.render>, "rendered": <whether the browser rendered it>}`` (the snapshot's page
+    records carry it). Pages stored before the setting existed, or added with add_page, have none."""
+    out: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e.get("type", "harvest_event") != "harvest_event" or e.get("outcome") != "stored" or "render" not in e:
+            continue
+        how = {"render": e.get("render"), "rendered": e.get("rendered")}
+        for key in (e.get("url"), e.get("final_url")):
+            if isinstance(key, str) and key:
+                out[key] = how
+    return out

@@ -41,7 +41,7 @@ def _grams(text: str, n: int = 4) -> list[tuple[str, ...]]:
     return [tuple(toks[i : i + n]) for i in range(max(1, len(toks) - n + 1))] if toks else []
 
 
-def _jsonld_items(tree: HtmlElement) -> list[dict[str, Any]]:
+def jsonld_items(tree: HtmlElement) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for script in tree.xpath('//script[@type="application/ld+json"]'):
         try:
@@ -70,7 +70,7 @@ def _meta(tree: HtmlElement, key: str) -> str | None:
 def candidates(tree: HtmlElement) -> list[tuple[str, str]]:
     """(source, text) of the page's statements of its own lead, in the order of preference."""
     out: list[tuple[str, str]] = []
-    items = _jsonld_items(tree)
+    items = jsonld_items(tree)
     for item in items:
         body = item.get("articleBody")
         if isinstance(body, str) and body.strip():

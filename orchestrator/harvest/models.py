@@ -94,6 +94,10 @@ class HarvestEvent:
     unchanged: bool = False  # a refresh found the page's inputs identical and did not render it again
     lead_recovered: str | None = None  # the page's lead was missing from the extracted text: its source
     text_from: str | None = None  # "served": the rendered page had no readable text, the served HTML had
+    render: str | None = None  # harvest.render when the page was read: "auto", "always" or "never"
+    rendered: bool | None = None  # whether the browser rendered it (False: read from the HTML as served)
+    render_reasons: list[str] = field(default_factory=list)  # auto: the signals that asked for the browser
+    render_signals: dict[str, Any] | None = None  # auto: what the served HTML showed (render_need.py)
     egress: str | None = None  # set when the browser that read it was not held to the allowlist (attached)
     navigated: bool = False  # the tab was navigated for it (else the tab is still clean; not recorded)
     replaces: bool = False  # it replaces a page the store held (does not count toward max_pages; not recorded)
@@ -103,6 +107,8 @@ class HarvestEvent:
         self.outcome, self.reason, self.status, self.final_url = "failed", None, None, None
         self.retry_after = self.partial = self.fingerprint = None
         self.bytes_read = 0
+        self.rendered = self.render_signals = None
+        self.render_reasons = []
 
     def as_record(self) -> dict[str, Any]:
         timings = {k: round(v, 4) for k, v in asdict(self.timings).items()}
@@ -119,6 +125,13 @@ class HarvestEvent:
             extra["lead_recovered"] = self.lead_recovered
         if self.text_from:
             extra["text_from"] = self.text_from
+        if self.render is not None:
+            extra["render"] = self.render
+            extra["rendered"] = self.rendered
+            if self.render_reasons:
+                extra["render_reasons"] = list(self.render_reasons)
+            if self.render_signals is not None:
+                extra["render_signals"] = dict(self.render_signals)
         if self.egress:
             extra["egress"] = self.egress
         return extra | {

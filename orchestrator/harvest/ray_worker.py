@@ -3,7 +3,7 @@ makes them actors with ``ray.remote``, so importing this module never imports Ra
 
 - ``BrowserWorker``: one headless Chromium per worker, read through the same ``PlaywrightReader`` as a local
   harvest (launch flags, allowlist routing, SSRF guard, HAR recording of its own context, crash relaunches) with a
-  ``WorkerHost``: the same politeness, retries and robots.txt (``reading.ReadingHost``) for the hosts the driver
+  ``WorkerHost``: the same politeness, retries and robots.txt (``reader.ReadingHost``) for the hosts the driver
   gave this worker, and the same extraction. What a worker read goes back to the driver as a ``Handoff``; the
   duplicate check, max_pages, the journal and the store writer stay in the driver.
 - ``EmbedWorker``: the embedding model, loaded once per worker; it chunks pages (the tokenizer lives with the
@@ -28,14 +28,13 @@ from memory_store.clock import now
 
 from ..errors import first_line
 from .models import Egress, HarvestReport
-from .reading import ReadingHost
+from .reader import ReadingHost
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     from ..charter import Charter, Harvest
     from .extract import ExtractedPage
     from .models import HarvestEvent
+    from .reader import PageRead
 
 __all__ = ["BrowserWorker", "EmbedWorker", "Handoff", "VisitResult", "WorkerClosed", "WorkerHost"]
 
@@ -99,27 +98,14 @@ class WorkerHost(ReadingHost):
     async def skip_stored(self, event: HarvestEvent) -> list[str] | None:
         return None  # the driver settled stored pages before sending the URL here
 
-    async def extract_and_queue(
-        self,
-        event: HarvestEvent,
-        html: str,
-        final_url: str,
-        links: list[str],
-        headers: dict[str, str],
-        selector: str | None,
-        region_html: str | None,
-        status: int | None,
-        content_type: str | None,
-        fetched_at: str,
-        served: Callable[[], Awaitable[str | None]] | None = None,
+    async def hand_over(
+        self, event: HarvestEvent, read: PageRead, extracted: ExtractedPage
     ) -> tuple[list[str], bool]:
-        if self.over_size(event, html):
-            return [], False
-        extracted = await self.extract_read(event, html, final_url, headers, selector, region_html, served)
-        if extracted is None:
-            return links, False
-        self.handoffs[id(event)] = Handoff(extracted, final_url, list(links), status, content_type, fetched_at)
-        return links, True
+        """The page goes back to the driver (its duplicate check, max_pages and writer)."""
+        self.handoffs[id(event)] = Handoff(
+            extracted, read.final_url, list(read.links), read.status, read.content_type, read.fetched_at
+        )
+        return read.links, True
 
     async def queue_pdf(
         self,

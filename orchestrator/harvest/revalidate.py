@@ -7,7 +7,8 @@ every script, XHR and fetch response of the main frame that had arrived when the
 document fetcher, with every check; replay: the HAR's own responses). When every hash is equal, the page
 cannot have rendered differently from the same inputs, so it is not rendered again (event "skipped",
 "unchanged since the last harvest") and its recorded links are followed; otherwise it is rendered and stored
-as usual.
+as usual. A page read from its served HTML (``static.py``) has its document as its only input; the charter's
+``harvest.render`` is part of every fingerprint (a page is read again when it changes).
 
 What this cannot see: text a script derives from the clock, randomness or the browser's state (none is kept
 between harvests: every harvest starts a fresh context), and subresources that arrived after the page was
@@ -224,6 +225,8 @@ class Revalidator:
             return "fingerprint from another brt version"
         if fp.get("javascript") != bool(self.javascript):
             return "javascript setting"
+        if fp.get("render", "always") != self.charter.harvest.render:  # none: a rendered page's
+            return "render setting"
         if fp.get("selector") != self.charter.selector_for(urlsplit(fp.get("final_url") or url).hostname):
             return "selector"
         source = self.replay_index if self.replay_index is not None else _LiveSource(self.fetcher)

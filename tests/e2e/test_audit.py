@@ -217,7 +217,8 @@ def _edit_allowlist(records: list[dict[str, Any]]) -> None:
 
 def _edit_url(records: list[dict[str, Any]]) -> None:
     block = _first_block(records)
-    other = next(r for r in records if r["type"] == "page" and r["final_url"] != block["url"])
+    # a page that does not hold the cited chunk (a page with the same text holds it too: also_seen_at)
+    other = next(r for r in records if r["type"] == "page" and block["chunk_id"] not in r["chunk_ids"])
     block["url"] = other["final_url"]
 
 

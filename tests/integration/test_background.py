@@ -52,6 +52,9 @@ def isolated_dirs(tmp_path, monkeypatch):
 
 #: The charter of these harvests (``make_charter`` options).
 CHARTER = {"title": "Background traffic", "goal": None, "max_pages": 10, "max_depth": 0, "concurrency": 2}
+#: ... for what the browser does with a page's scripts: the pages are article-sized as served, so ``render:
+#: auto`` would read them from their HTML without running a script.
+RENDERED = CHARTER | {"render": "always"}
 
 
 def _downloads_dir() -> Path | None:
@@ -142,7 +145,7 @@ def test_download_bytes_reach_disk_without_withholding(
 def test_service_worker_never_registered(local_site, make_charter, brt_home, embedder):
     bgserver = local_site("background")
     srv = bgserver
-    charter = make_charter([srv.url("sw.html")], charter_id="service_workers", **CHARTER)
+    charter = make_charter([srv.url("sw.html")], charter_id="service_workers", **RENDERED)
     mem = open_memory(charter)
     report = harvest(charter)
     event = report.events[0]
@@ -162,7 +165,7 @@ def test_websockets_only_to_allowed_hosts(local_site, make_charter, brt_home, em
     wsserver = local_site("websocket")
     srv, ws = bgserver, wsserver
     url = srv.url(f"ws.html?port={ws.port}")
-    charter = make_charter([url], charter_id="websockets", **CHARTER)
+    charter = make_charter([url], charter_id="websockets", **RENDERED)
     mem = open_memory(charter)
     report = harvest(charter)
     event = report.events[0]
@@ -175,7 +178,7 @@ def test_websockets_only_to_allowed_hosts(local_site, make_charter, brt_home, em
     assert "Socket allowed opened and received hello." in text, text
     assert "Socket refused" in text and "closed with code 1008" in text, text
 
-    replayed = harvest(make_charter([url], charter_id="websockets_replay", **CHARTER), replay=report.har_path)
+    replayed = harvest(make_charter([url], charter_id="websockets_replay", **RENDERED), replay=report.har_path)
     event = replayed.events[0]
     assert event["outcome"] == "stored", event
     assert ws.total() == 1  # nothing new reached the server

@@ -23,7 +23,8 @@ pytestmark = pytest.mark.browser
 
 
 def _charter(make_charter, site, charter_id: str, *, max_pages=100, concurrency=4, per_domain=2):
-    """The slow site's charter (``make_charter`` with this file's settings)."""
+    """The slow site's charter (``make_charter`` with this file's settings). Its pages are rendered (``render:
+    always``): a crash concerns the browser, and ``render: auto`` reads these script-less pages without it."""
     return make_charter(
         site,
         charter_id=charter_id,
@@ -35,6 +36,7 @@ def _charter(make_charter, site, charter_id: str, *, max_pages=100, concurrency=
         concurrency=concurrency,
         per_domain_concurrency=per_domain,
         timeout_s=15,
+        render="always",
     )
 
 

@@ -52,7 +52,9 @@ def _charter(seeds: list[str], charter_id: str, allowed: tuple[str, ...] = ("all
             "title": "Egress vectors",
             "allowed_domains": list(allowed),
             "seeds": seeds,
-            "harvest": {"max_depth": 0, "timeout_s": 15, "concurrency": 2, "obey_robots": False},
+            # the vectors are the browser's: every page rendered (a static read runs none of their scripts)
+            "harvest": {"max_depth": 0, "timeout_s": 15, "concurrency": 2, "obey_robots": False,
+                        "render": "always"},
             "memory": {"use_concept_index": False},
         }
     )
@@ -157,7 +159,7 @@ def test_an_attached_browser_is_warned_about_and_recorded_as_not_enforced(vector
                 "title": "Attached",
                 "allowed_domains": ["127.0.0.1"],
                 "seeds": seeds,
-                "harvest": {"max_depth": 0, "timeout_s": 15, "obey_robots": False},
+                "harvest": {"max_depth": 0, "timeout_s": 15, "obey_robots": False, "render": "always"},
                 "memory": {"use_concept_index": False},
             }
         )
@@ -236,7 +238,8 @@ def _chain_har(path: Path) -> Path:
     return path
 
 
-def test_a_replay_checks_every_hop_of_a_recorded_redirect_chain(brt_home, embedder, tmp_path, monkeypatch):
+@pytest.mark.parametrize("render", ["always", "auto"])
+def test_a_replay_checks_every_hop_of_a_recorded_redirect_chain(brt_home, embedder, tmp_path, monkeypatch, render):
     monkeypatch.setenv("BRT_HOST_RESOLVER_RULES", EGRESS_RULES)
     har = _chain_har(tmp_path / "chain.har")
     seeds = [_B + p for p in ("index.html", "p1.html", "n1.html", "a.html", "after.html")]
@@ -246,7 +249,7 @@ def test_a_replay_checks_every_hop_of_a_recorded_redirect_chain(brt_home, embedd
             "title": "Chains",
             "allowed_domains": ["allowed.test"],
             "seeds": seeds,
-            "harvest": {"max_depth": 0, "timeout_s": 10, "concurrency": 1, "obey_robots": False},
+            "harvest": {"max_depth": 0, "timeout_s": 10, "concurrency": 1, "obey_robots": False, "render": render},
             "memory": {"use_concept_index": False},
         }
     )
@@ -257,7 +260,9 @@ def test_a_replay_checks_every_hop_of_a_recorded_redirect_chain(brt_home, embedd
     assert events[_B + "n1.html"]["outcome"] == "blocked" and "internal address" in events[_B + "n1.html"]["reason"]
     assert events[_B + "a.html"]["outcome"] == "stored" and events[_B + "a.html"]["final_url"] == _B + "c.html"
     index = events[_B + "index.html"]
-    assert index["outcome"] == "stored" and "http://db.allowed.test/s3.js" in index["blocked_requests"], index
-    assert events[_B + "after.html"]["outcome"] == "stored"  # the iframe chains did not take the driver down
+    assert index["outcome"] == "stored" and events[_B + "after.html"]["outcome"] == "stored"
+    if render == "always":  # the browser's subresource and iframe chains (a static read requests neither)
+        assert "http://db.allowed.test/s3.js" in index["blocked_requests"], index
+        assert events[_B + "after.html"]["rendered"]  # the iframe chains did not take the driver down
     texts = " ".join(f"{p.title} {p.text}" for p in open_memory(charter).pages())
     assert "INTERNAL" not in texts and time.monotonic() - t0 < 120

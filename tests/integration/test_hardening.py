@@ -104,7 +104,8 @@ def test_misbehaving_site(local_site, make_charter, brt_home, embedder):
     assert evil["outcome"] == "blocked" and evil["reason"].startswith("internal address (loopback 127.0.0.1)")
     assert ev[u("redirect-evil")]["outcome"] == "blocked"
     assert "internal address" in ev[u("redirect-evil")]["reason"]
-    assert f"http://evil.test:{srv.port}/pixel.png" in report.blocked_requests  # subresource, every request
+    # the index (no scripts) was read from the HTML brt fetched: its subresources were never requested
+    assert ev[u("index.html")]["rendered"] is False
     assert srv.hits("/secret.html") == 0 and srv.hits("/pixel.png") == 0
 
     # (3) robots.txt: blocked event, 0 page requests
@@ -161,6 +162,13 @@ def test_misbehaving_site(local_site, make_charter, brt_home, embedder):
 
     result = mem.check()
     assert result.ok, result.problems
+
+    # (2) rendered, every request of the page is checked: its subresource on evil.test is refused
+    always = make_charter(srv, **dict(CHARTER, charter_id="hardening-rendered", max_depth=0, render="always"))
+    rendered = harvest(always)
+    assert rendered.events[0]["rendered"] is True
+    assert f"http://evil.test:{srv.port}/pixel.png" in rendered.blocked_requests  # subresource, every request
+    assert srv.hits("/pixel.png") == 0
 
 
 def test_exact_allowlisted_internal_host_is_fetched(local_site, make_charter, brt_home, embedder):

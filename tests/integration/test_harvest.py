@@ -83,10 +83,19 @@ def test_harvest_local_site(local_site, make_charter, brt_home, embedder):
     assert js is not None and "coloured lamps after sunset" in js.text
     assert "document.createElement" not in texts
 
-    # the subresource on the disallowed host was aborted before it left the browser
-    assert site.offsite_url("tracker.png") in report.blocked_requests
+    # render: auto (the default): the script page was rendered; a page without scripts was read from the HTML
+    # brt fetched, so its subresources (one on a disallowed host) were never requested at all
+    assert events[u("js.html")]["rendered"] is True and events[u("js.html")]["render"] == "auto"
+    assert events[u("external.html")]["rendered"] is False and events[u("external.html")]["blocked_requests"] == []
     assert not site.served("localhost", "/tracker.png")
-    assert events[u("external.html")]["blocked_requests"] == [site.offsite_url("tracker.png")]
+
+    # rendered, the subresource on the disallowed host is aborted before it leaves the browser
+    always = make_charter(site, charter_id="always", seeds=[u("external.html")], max_depth=0, render="always")
+    rendered = harvest(always)
+    assert site.offsite_url("tracker.png") in rendered.blocked_requests
+    assert not site.served("localhost", "/tracker.png")
+    assert rendered.events[0]["blocked_requests"] == [site.offsite_url("tracker.png")]
+    assert rendered.events[0]["rendered"] is True
     assert events[u("a.html")]["blocked_requests"] == []
 
     # a page repeated under two URLs is stored once, with also_seen_at

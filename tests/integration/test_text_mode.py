@@ -97,7 +97,9 @@ def _harvest(make_charter: Any, site: MediaSite, charter_id: str, **harvest: Any
     from orchestrator.harvest import harvest as run_harvest
 
     site.log.clear()
-    charter = make_charter([site.url("/index.html")], charter_id=charter_id, max_depth=0, **harvest)
+    # text mode is the browser's: the page is rendered (``render: auto`` reads this article-sized page from its
+    # served HTML, and then no subresource is requested at all)
+    charter = make_charter([site.url("/index.html")], charter_id=charter_id, max_depth=0, render="always", **harvest)
     return run_harvest(charter)
 
 

@@ -5,7 +5,9 @@
 - ``misbehaving``: errors, retries, robots.txt, redirects to internal addresses, gzip bombs, trickles;
 - ``background``: downloads, service workers, WebSockets;
 - ``slow``: pages that answer after a delay (browser crashes mid-harvest);
-- ``websocket``: a WebSocket echo server.
+- ``websocket``: a WebSocket echo server;
+- ``js``: pages that need JavaScript to show their text (script-written text, a single-page app, a ``fetch()`` of
+  JSON) and pages that do not, for ``harvest.render``.
 """
 
 from __future__ import annotations

@@ -139,6 +139,19 @@ def test_text_mode_block_resources(tmp_path):
         assert "harvest.block_resources" in str(err.value), str(err.value)
 
 
+def test_render_setting(tmp_path):
+    """harvest.render: auto by default, always or never; anything else is refused, naming the field and the
+    values it takes."""
+    assert load_charter(write(tmp_path, GOOD)).harvest.render == "auto"
+    for value in ("always", "never", "auto"):
+        c = load_charter(write(tmp_path, GOOD + f"harvest:\n  render: {value}\n", f"{value}.yaml"))
+        assert c.harvest.render == value
+    for bad in ("sometimes", "true", "[auto]", "ALWAYS"):
+        with pytest.raises(CharterError) as err:
+            load_charter(write(tmp_path, GOOD + f"harvest:\n  render: {bad}\n", "bad.yaml"))
+        assert "harvest.render" in str(err.value) and "always" in str(err.value), str(err.value)
+
+
 def test_harvest_engine_and_ray_options(tmp_path):
     """harvest.engine (local | ray) and harvest.ray (address null/local/auto/ray://, workers, tabs, embedders):
     defaults, and a bad value refused naming the field; the CLI refuses a bad --ray address and --ray with

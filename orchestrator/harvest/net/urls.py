@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ... import url_safety
-from ...charter import url_allowed
+from ...charter import host_allowed, url_allowed
 
-__all__ = ["canonical_url", "filter_links", "is_http_url", "request_url"]
+__all__ = ["MAX_ANCHORS", "canonical_url", "filter_links", "is_http_url", "links_in", "request_url"]
+
+#: Links read from one page at most (in document order); the crawl keeps fewer still (``crawl.MAX_LINKS``).
+MAX_ANCHORS = 10_000
 
 _HTTP = ("http", "https")
 
@@ -68,10 +71,39 @@ def filter_links(links: Iterable[str], allowed_domains: list[str], *, base: str 
         parsed = url_safety.parse(link, base) if base else url_safety.parse(link)
         if parsed is None or parsed.scheme not in _HTTP or not parsed.host or parsed.has_credentials:
             continue
+        if not host_allowed(parsed.host, allowed_domains):  # most links of a page: no canonical form needed
+            continue
         absolute = parsed.href
         key = canonical_url(absolute)
         if key in seen or not url_allowed(key, allowed_domains):
             continue
         seen.add(key)
         out.append(request_url(absolute))
+    return out
+
+
+def links_in(html: str, base_url: str, *, limit: int | None = None) -> list[str]:
+    """The href of every <a> in ``html`` (the first ``limit``), absolute against the document's base URL as a
+    browser resolves it (WHATWG, ``url_safety.py``: ``/\\host`` and ``http:\\\\host`` name another host, as
+    they do for a browser)."""
+    import lxml.html
+
+    try:
+        doc = lxml.html.fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return []
+    base = base_url
+    declared = doc.xpath("//base/@href")
+    if declared and isinstance(declared[0], str):
+        base = url_safety.join(base_url, declared[0]) or base_url
+    out: list[str] = []
+    for anchor in doc.iter("a"):
+        href = anchor.get("href")
+        if href is None:
+            continue
+        absolute = url_safety.join(base, href)
+        if absolute is not None:
+            out.append(absolute)
+            if limit is not None and len(out) >= limit:
+                break
     return out

@@ -4,7 +4,9 @@ read is the crawl's, as for the Playwright reader.
 
 Differences from the Playwright reader: one tab (pages are read one at a time); no HAR is recorded; requests the
 allowlist stops inside the browser are not itemised per page (chrome-devtools-mcp drops them silently); PDFs are
-not read; ``--refresh`` renders every page again (no fingerprints)."""
+not read; ``--refresh`` renders every page again (no fingerprints). ``harvest.render`` holds as for the Playwright
+reader (documents fetched by brt's document fetcher: ``static.py``), but a page that needs rendering is fetched
+again by chrome-devtools-mcp's browser."""
 
 from __future__ import annotations
 
@@ -30,10 +32,12 @@ from ....errors import (
 )
 from ... import launch
 from ...models import HTML_TYPES, Egress, HarvestEvent, HarvestReport
+from ...net.fetcher import DocumentFetcher
 from ...net.guard import NetGuard, resolver_rules_from_env
 from ...net.proxy import EgressProxy, GuardPolicy
 from ...net.urls import canonical_url
-from ...reader import CrawlHost
+from ...reader import CrawlHost, PageRead
+from ...static import StaticSource, read_static
 from .client import ROBOTS_JS, DevtoolsMcpBrowser, find_devtools_mcp, read_js
 
 __all__ = ["DevtoolsReader"]
@@ -51,6 +55,7 @@ class DevtoolsReader:
         self.host: CrawlHost = None  # type: ignore[assignment]  # set by open()
         self.browser: DevtoolsMcpBrowser | None = None
         self.guard: NetGuard | None = None
+        self.fetcher: DocumentFetcher | None = None  # documents read without the browser (harvest.render)
         self.proxy: EgressProxy | None = None
 
     def prepare(self, report: HarvestReport) -> None:
@@ -61,18 +66,23 @@ class DevtoolsReader:
     async def open(self, host: CrawlHost) -> AsyncIterator[None]:
         self.host = host
         self.guard = NetGuard(host.charter.allowed_domains, resolver_rules=resolver_rules_from_env())
-        # the browser chrome-devtools-mcp launches sends every connection through brt's egress proxy
-        async with EgressProxy(GuardPolicy(host.charter.allows, self.guard)) as proxy:
-            self.proxy = proxy
-            async with DevtoolsMcpBrowser(
-                host.charter.allowed_domains,
-                timeout_s=float(host.settings.timeout_s),
-                javascript=host.settings.javascript,
-                command=self.command,
-                chrome_args=launch.egress_args(proxy.url),
-            ) as browser:
-                self.browser = browser
-                yield
+        allowed = host.charter.allowed_domains
+        self.fetcher = DocumentFetcher(self.guard, lambda u: url_allowed(u, allowed), max_bytes=host.max_page_bytes)
+        try:
+            # the browser chrome-devtools-mcp launches sends every connection through brt's egress proxy
+            async with EgressProxy(GuardPolicy(host.charter.allows, self.guard)) as proxy:
+                self.proxy = proxy
+                async with DevtoolsMcpBrowser(
+                    host.charter.allowed_domains,
+                    timeout_s=float(host.settings.timeout_s),
+                    javascript=host.settings.javascript,
+                    command=self.command,
+                    chrome_args=launch.egress_args(proxy.url),
+                ) as browser:
+                    self.browser = browser
+                    yield
+        finally:
+            await self.fetcher.aclose()
 
     def slots(self) -> list[Any]:
         return [None]  # one page at a time
@@ -118,6 +128,9 @@ class DevtoolsReader:
             event.timings.fetch_s = time.monotonic() - t0
             self.host.finish(event, "blocked", "blocked by robots.txt")
             return [], False
+        static = await read_static(host, event, StaticSource(fetcher=self.fetcher), t0 + timeout_s, t0)
+        if static is not None:  # harvest.render: read from the HTML brt fetched (static.py)
+            return static
 
         nav, info = await self.browser.open(url, timeout_s)
         final_url = str(info.get("url") or "")
@@ -172,9 +185,18 @@ class DevtoolsReader:
         region_html = page.get("region") if selector else None
         fetched_at = now()
         event.timings.fetch_s = time.monotonic() - t0
-        return await host.extract_and_queue(
-            event, html, final_url, links, headers, selector, region_html, event.status, content_type, fetched_at
+        read = PageRead(
+            html=html,
+            final_url=final_url,
+            links=links,
+            headers=headers,
+            status=event.status,
+            content_type=content_type,
+            fetched_at=fetched_at,
+            selector=selector,
+            region_html=region_html,
         )
+        return await host.extract_and_queue(event, read)
 
     async def _navigation_error(self, event: HarvestEvent, text: str) -> None:
         first = first_line(text)

@@ -21,6 +21,8 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from ...net.urls import MAX_ANCHORS, links_in
+
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page, Response
 
@@ -28,8 +30,6 @@ __all__ = ["MAX_ANCHORS", "DocumentWatch", "PageKeeper", "close_page", "links_in
 
 logger = logging.getLogger(__name__)
 
-#: Links read from one page at most (in document order); the crawl keeps fewer still (``crawl.MAX_LINKS``).
-MAX_ANCHORS = 10_000
 #: How long closing a page may take before brt leaves it behind.
 CLOSE_TIMEOUT_S = 5.0
 #: How long a page brt did not open may wait for brt's own ``new_page`` calls in flight to settle.
@@ -57,35 +57,6 @@ async def read_dom(page: Page, deadline: float, *, grace_s: float = 0.0) -> str 
 def read_links(html: str, base_url: str) -> list[str]:
     """The first ``MAX_ANCHORS`` links of ``html`` (absolute, as the browser resolves them)."""
     return links_in(html, base_url, limit=MAX_ANCHORS)
-
-
-def links_in(html: str, base_url: str, *, limit: int | None = None) -> list[str]:
-    """The href of every <a> in ``html`` (the first ``limit``), absolute against the document's base URL as a
-    browser resolves it (WHATWG, ``url_safety.py``: ``/\\host`` and ``http:\\\\host`` name another host, as
-    they do for a browser)."""
-    import lxml.html
-
-    from .... import url_safety
-
-    try:
-        doc = lxml.html.fromstring(html)
-    except (ValueError, lxml.etree.ParserError):
-        return []
-    base = base_url
-    declared = doc.xpath("//base/@href")
-    if declared and isinstance(declared[0], str):
-        base = url_safety.join(base_url, declared[0]) or base_url
-    out: list[str] = []
-    for anchor in doc.iter("a"):
-        href = anchor.get("href")
-        if href is None:
-            continue
-        absolute = url_safety.join(base, href)
-        if absolute is not None:
-            out.append(absolute)
-            if limit is not None and len(out) >= limit:
-                break
-    return out
 
 
 async def close_page(page: Page) -> bool:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from ....charter import url_allowed
 from ....errors import BrowserNotFound, HarvestError, first_line
 from ... import launch
-from ...har import add_har_entries, har_name, har_redirects, har_urls, mark_incomplete
+from ...har import add_har_entries, har_error_urls, har_name, har_redirects, har_urls, mark_incomplete
 from ...net.fetcher import DocumentFetcher
 from ...net.guard import NetGuard, resolver_rules_from_env
 from ...net.proxy import EgressProxy, GuardPolicy, RefuseAll
@@ -194,6 +194,7 @@ async def open_browser(
             session.guard = NetGuard(allowed_domains, resolver_rules=rules, offline=True)
             session.replay_redirects = har_redirects(Path(replay))
             session.replay_urls = har_urls(Path(replay))
+            session.replay_errors = har_error_urls(Path(replay))
         try:
             await _start_session(session)
             try:

@@ -28,15 +28,16 @@ from ....errors import (
 )
 from ...crash import BROWSER_CRASHED, PAGE_CRASHED, BrowserWatch, crashed_attempt
 from ...detached import detached
-from ...extract import select_region
+from ...extract import decode_html, select_region
 from ...har import har_path_for, sha256_hex
 from ...models import HTML_TYPES, Egress, HarvestEvent, HarvestReport, media_type
 from ...net.guard import is_guard_reason
 from ...net.politeness import retry_after
 from ...net.urls import canonical_url
 from ...pdf import fetch_pdf, is_pdf_candidate
-from ...reading import decode_html
+from ...reader import PageRead
 from ...revalidate import DependencyWatch, Revalidator, fingerprint
+from ...static import StaticSource, read_static
 from .bounds import DocumentWatch, close_page, links_in, read_dom, read_links
 from .browser import BrowserSession, open_browser
 from .routes import goto_checked
@@ -91,6 +92,7 @@ class PlaywrightReader:
         self.watch: BrowserWatch | None = None  # browser crashes and relaunches (crash.py)
         self.revalidator: Revalidator | None = None
         self.blocked_urls: list[str] | None = None
+        self.user_agent: str | None = None  # the browser's, sent with the documents read without it
 
     def prepare(self, report: HarvestReport) -> None:
         self.har_path = har_path_for(self.store_path)
@@ -114,6 +116,7 @@ class PlaywrightReader:
             if session.fetcher is not None:
                 session.fetcher.max_bytes = host.max_page_bytes
             self.watch = BrowserWatch(session)
+            self.user_agent = await _user_agent(session.browser)
             self.revalidator = Revalidator(
                 host.charter,
                 settings.javascript,
@@ -291,6 +294,9 @@ class PlaywrightReader:
         early = await self._before_navigation(page, event, deadline, t0)
         if early is not None:
             return early
+        static = await read_static(host, event, self._static_source(), deadline, t0)  # harvest.render
+        if static is not None:
+            return static
         loaded = await self._navigate(page, event, docs, deadline, t0)
         if not isinstance(loaded, _Loaded):
             return loaded  # settled: the navigation failed (or a PDF was read instead)
@@ -320,9 +326,30 @@ class PlaywrightReader:
                 known=self._known_sha(loaded.nav),
             )
         event.timings.fetch_s = time.monotonic() - t0
-        return await host.extract_and_queue(
-            event, html, loaded.final_url, links, loaded.headers, selector, region_html, loaded.status,
-            loaded.content_type, now(), served=self._served(loaded.nav, loaded.final_url, loaded.headers),
+        read = PageRead(
+            html=html,
+            final_url=loaded.final_url,
+            links=links,
+            headers=loaded.headers,
+            status=loaded.status,
+            content_type=loaded.content_type,
+            fetched_at=now(),
+            selector=selector,
+            region_html=region_html,
+            served=self._served(loaded.nav, loaded.final_url, loaded.headers),
+        )
+        return await host.extract_and_queue(event, read)
+
+    def _static_source(self) -> StaticSource:
+        """Where ``static.read_static`` gets documents (brt's fetcher, or the replay HAR) and records them."""
+        session = self.session
+        assert session is not None
+        return StaticSource(
+            fetcher=session.fetcher,
+            replay_index=self.host.replay_index if self.replay is not None else None,
+            har_entries=session.har_extra,
+            user_agent=self.user_agent,
+            guard=session.guard,
         )
 
     async def _before_navigation(
@@ -558,6 +585,23 @@ class PlaywrightReader:
             return await fetch_robots(fetcher, origin, until)
 
         return fetch
+
+
+async def _user_agent(browser: Any) -> str | None:
+    """The User-Agent the browser sends (asked over CDP: no page is opened), None when it does not say."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        cdp = await browser.new_browser_cdp_session()
+        try:
+            info = await asyncio.wait_for(cdp.send("Browser.getVersion"), timeout=5)
+        finally:
+            await cdp.detach()
+    except (PlaywrightError, asyncio.TimeoutError) as exc:
+        logger.debug("cannot ask the browser for its User-Agent: %s", exc)
+        return None
+    agent = info.get("userAgent") if isinstance(info, dict) else None
+    return agent if isinstance(agent, str) and agent else None
 
 
 async def _blank(page: Any) -> None:

@@ -12,7 +12,14 @@ import logging
 from typing import TYPE_CHECKING
 
 from ....charter import url_allowed
-from .route_state import BlockedRequest, RouteState, is_main_frame, leaves_loaded_page, page_of
+from .route_state import (
+    BlockedRequest,
+    RouteState,
+    is_main_frame,
+    is_script_navigation,
+    leaves_loaded_page,
+    page_of,
+)
 
 if TYPE_CHECKING:
     from playwright.async_api import Route
@@ -26,18 +33,21 @@ async def replay_route(state: RouteState, allowed_domains: list[str], route: Rou
     """Answer ``route`` when the replay must not leave it to the HAR router; True when answered."""
     request = route.request
     url = request.url
+    key = url.split("#", 1)[0]
     if (
         navigation
         and state.replay_urls is not None
-        and url.split("#", 1)[0] not in state.replay_urls
-        and url not in state.expected_navigations
-        and leaves_loaded_page(request, allowed_domains)
+        and (key not in state.replay_urls or key in state.replay_errors)
+        and is_script_navigation(state, request, allowed_domains)
     ):
-        # A script of a loaded page navigates to a URL the HAR does not hold: the replay cannot serve it,
-        # so cancel the navigation (204) and keep the page that loaded, as a live harvest would have it.
-        logger.info("not in replay HAR: script navigation to %s (page kept as loaded)", url)
-        state.blocked.append(BlockedRequest(url, request.resource_type, "not in replay HAR", navigation=True,
-                                            page=page_of(request)))
+        # A script of a loaded page navigates to a URL the HAR does not hold, or holds as an error document:
+        # cancel the navigation (204) and keep the page that loaded, as a live harvest would have it.
+        if key in state.replay_errors:
+            logger.info("script navigation to %s answers an error in the replay HAR (page kept as loaded)", key)
+        else:
+            logger.info("not in replay HAR: script navigation to %s (page kept as loaded)", url)
+            state.blocked.append(BlockedRequest(url, request.resource_type, "not in replay HAR", navigation=True,
+                                                page=page_of(request)))
         await route.fulfill(status=204, body="")
         return True
     hop = await replay_chain_refusal(state, url, allowed_domains)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ...net.fetcher import DocumentFetcher, FetchResult
     from ...net.guard import NetGuard
 
-__all__ = ["BlockedRequest", "RouteState", "is_main_frame", "leaves_loaded_page", "page_of"]
+__all__ = ["BlockedRequest", "RouteState", "is_main_frame", "is_script_navigation", "leaves_loaded_page", "page_of"]
 
 
 @dataclass
@@ -41,6 +41,8 @@ class RouteState:
     replay_redirects: dict[str, list[str]] = field(default_factory=dict)
     # With --replay: every URL the HAR holds (fragment dropped), and the URLs brt itself is navigating to now.
     replay_urls: set[str] | None = None
+    # With --replay: the URLs the HAR answers with an error status (4xx/5xx).
+    replay_errors: set[str] = field(default_factory=set)
     expected_navigations: set[str] = field(default_factory=set)
     # SSRF guard (net/guard.py): internal addresses refused on every request; None with --replay.
     guard: NetGuard | None = None
@@ -63,6 +65,17 @@ def is_main_frame(request: Any) -> bool:
         return request.frame.parent_frame is None
     except Exception:  # noqa: BLE001 - a frame that is gone
         return False
+
+
+def is_script_navigation(state: RouteState, request: Any, allowed_domains: list[str]) -> bool:
+    """A navigation of a main frame that shows an allowed page, which brt did not start (a script's, a meta
+    refresh)."""
+    from .... import url_safety
+
+    url = request.url.split("#", 1)[0]
+    expected = {u.split("#", 1)[0] for u in state.expected_navigations}
+    expected |= {url_safety.normalize(u) or u for u in expected}
+    return url not in expected and leaves_loaded_page(request, allowed_domains)
 
 
 def leaves_loaded_page(request: Any, allowed_domains: list[str]) -> bool:

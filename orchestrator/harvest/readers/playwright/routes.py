@@ -17,7 +17,14 @@ from ....errors import RequestFailed, error_kind
 from ...downloads import fulfill_navigation
 from ...har import har_entry, har_redirect_entry
 from .replay import replay_route
-from .route_state import BlockedRequest, RouteState, is_main_frame, leaves_loaded_page, page_of
+from .route_state import (
+    BlockedRequest,
+    RouteState,
+    is_main_frame,
+    is_script_navigation,
+    leaves_loaded_page,
+    page_of,
+)
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page, Request, Route, WebSocketRoute
@@ -28,6 +35,7 @@ __all__ = [
     "RouteState",
     "allowlist_route",
     "install_websocket_guard",
+    "is_script_navigation",
     "on_request_failed",
     "route_navigation",
     "websocket_refusal",
@@ -62,7 +70,7 @@ async def allowlist_route(state: RouteState, allowed_domains: list[str], route: 
         await route.abort("blockedbyclient")
         return
     if navigation and state.fetcher is not None:  # fetched by brt: hops, byte cap, deadline (fetcher.py)
-        await fetch_navigation(state, route)
+        await fetch_navigation(state, route, allowed_domains)
         return
     await route.fallback()
 
@@ -92,7 +100,10 @@ async def _refuse_off_allowlist(state: RouteState, allowed_domains: list[str], r
     await route.abort("blockedbyclient")
 
 
-async def fetch_navigation(state: RouteState, route: Route) -> None:
+async def fetch_navigation(state: RouteState, route: Route, allowed_domains: list[str]) -> None:
+    """A navigation fetched by brt (``route_navigation``). A script's navigation of a loaded page is held to the
+    rules of brt's own: and when it ends in an error document (4xx/5xx), it is cancelled and the page kept as
+    loaded (an error page is never read as the page's text)."""
     request = route.request
     page = page_of(request)
     deadline, timeout_s = state.nav_deadlines.get(page) or (
@@ -119,6 +130,7 @@ async def fetch_navigation(state: RouteState, route: Route) -> None:
         deadline=deadline,
         partial_ok_after=state.fetcher.read_deadline(deadline, timeout_s) if main_frame else None,
         on_result=on_result,
+        refuse_errors=main_frame and is_script_navigation(state, request, allowed_domains),
     )
 
 
@@ -220,6 +232,7 @@ async def route_navigation(
     deadline: float,
     partial_ok_after: float | None,
     on_result: Callable[[Any], None] | None = None,
+    refuse_errors: bool = False,
 ) -> Any:
     """Answer a navigation request with a document brt fetched itself (``fetcher.DocumentFetcher``).
 
@@ -228,7 +241,9 @@ async def route_navigation(
     sent to it. A chain that passes cancels the browser's navigation, and the harvest navigates to the
     checked final URL (``goto_checked``), answered from the fetched result, not fetched twice; a target that
     fails is aborted and reported with ``block(url, reason)``. A body past the byte cap is aborted; one still
-    arriving at ``partial_ok_after`` is handed over as it stands. Returns the ``FetchResult``."""
+    arriving at ``partial_ok_after`` is handed over as it stands. With ``refuse_errors`` (a script's navigation
+    of a loaded page) an error document is answered with a 204, which cancels the navigation and leaves the
+    loaded document in place. Returns the ``FetchResult``."""
     request = route.request
     url = request.url
     result = fetcher.take(url)
@@ -267,6 +282,11 @@ async def route_navigation(
             if har_entries is not None:
                 har_entries.append(har_redirect_entry(request.method, url, result, result.hops[-1]))
             await _safe(route.abort("aborted"))
+            return result
+        if refuse_errors and (result.status or 0) >= 400:
+            logger.info("a script navigated to %s, which answers HTTP %s: cancelled, the page kept as loaded",
+                        result.url, result.status)
+            await _safe(route.fulfill(status=204, body=""))
             return result
         await _safe(fulfill_navigation(route, result.status or 200, header_dict(result.headers), result.body))
         return result
