@@ -134,9 +134,10 @@ def write_charter(path: Path, cid: str, articles: list[Article], *, concept_inde
 
 def write_bench_charter(
     path: Path, cid: str, title: str, domains: list[str], seeds: list[str], sections: list[dict], *,
-    javascript: bool, concept_index: bool = False,
+    javascript: bool, concept_index: bool = False, render: str | None = None,
 ) -> Path:
-    """The benchmarks' charter: ``seeds`` only (depth 0), robots not asked, k = 5, written to ``path``."""
+    """The benchmarks' charter: ``seeds`` only (depth 0), robots not asked, k = 5, written to ``path``
+    (``render``: its ``harvest.render``, the charter's default when None)."""
     import yaml
 
     charter = {
@@ -150,6 +151,8 @@ def write_bench_charter(
         "memory": {"use_concept_index": concept_index},
         "retrieval": {"k": 5},
     }
+    if render is not None:
+        charter["harvest"]["render"] = render
     path.write_text(yaml.safe_dump(charter, sort_keys=False, allow_unicode=True))
     return path
 

@@ -2,7 +2,7 @@
 and does a question that no page answers get a Gap?
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_webqa.py --eval-dir ../shared/eval \\
-        [--baseline-rev REV] [--scorer-folds DIR] [--javascript on|off] [--json out.json]
+        [--baseline-rev REV] [--scorer-folds DIR] [--javascript on|off] [--render auto|always|never] [--json out.json]
 
 The set (``web-qa/web-qa-dev.json``, see its PROVENANCE.md) has three charters of 10-12 real pages (Readability's
 test pages) and 82 questions: factoid, definitional, explanatory and unanswerable. Each page's raw
@@ -102,10 +102,11 @@ def load_webqa(eval_dir: Path) -> tuple[list[WebCharter], dict[str, bytes]]:
     return charters, pages
 
 
-def write_charter(path: Path, charter: WebCharter, *, javascript: bool) -> Path:
+def write_charter(path: Path, charter: WebCharter, *, javascript: bool, render: str | None = None) -> Path:
     sections = [{"title": q.label, "label": f"Q{i}", "question": q.question} for i, q in enumerate(charter.questions)]
     domains = sorted(set(charter.domains) | set(hosts_of(charter.urls)))
-    return write_bench_charter(path, charter.id, charter.title, domains, charter.urls, sections, javascript=javascript)
+    return write_bench_charter(path, charter.id, charter.title, domains, charter.urls, sections, javascript=javascript,
+                               render=render)
 
 
 def score(questions: list[WebQuestion], blocks: list[list[dict]], texts: dict[str, str] | None = None) -> dict:
@@ -172,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-rev", default="", help="commit whose brt synthesize is the baseline ('' = none)")
     ap.add_argument("--scorer-folds", default=None, help="folder of per-charter held-out scorers (<charter id>.json)")
     ap.add_argument("--javascript", choices=["on", "off"], default="on")
+    ap.add_argument("--render", choices=["auto", "always", "never"], default=None,
+                    help="the charters' harvest.render (default: the charter default, auto)")
     ap.add_argument("--misses", default=None, help="write the misses of the last system run here")
     ap.add_argument("--keep-tmp", action="store_true")
     ap.add_argument("--json", dest="json_out", default=None)
@@ -195,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         totals: dict[str, tuple[list[WebQuestion], list[list[dict]], dict[str, str]]] = {}
         timings: dict[str, float] = {}
         for c in charters:
-            charter = write_charter(tmp / f"{c.id}.yaml", c, javascript=args.javascript == "on")
+            charter = write_charter(tmp / f"{c.id}.yaml", c, javascript=args.javascript == "on", render=args.render)
             t0 = time.monotonic()
             run_cli(["harvest", str(charter), "--replay", str(har)], pythonpath=REPO_ROOT, env=env)
             timings[f"harvest {c.id}"] = round(time.monotonic() - t0, 1)
@@ -215,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
         for system, (qs, bs, tx) in totals.items():
             report["runs"][system] = score(qs, bs, tx)
-        emit(report, timings, args.json_out, "evidence_webqa")
+        report["render"] = args.render or "charter default (auto)"
+        name = "evidence_webqa" if args.render is None else f"evidence_webqa_render_{args.render}"
+        emit(report, timings, args.json_out, name)
         if args.misses:
             Path(args.misses).write_text(json.dumps(missed, indent=2, ensure_ascii=False) + "\n")
     finally:
