@@ -30,7 +30,9 @@ def hostile(monkeypatch):
 
 
 def _charter(site: Any, paths: list[str], charter_id: str, **harvest_options: Any) -> Any:
-    settings = {"max_depth": 0, "timeout_s": 5, "concurrency": 2, "obey_robots": False, "max_duration_s": 120}
+    # the hostile pages attack the browser's reads: every page rendered (a static read runs none of their scripts)
+    settings = {"max_depth": 0, "timeout_s": 5, "concurrency": 2, "obey_robots": False, "max_duration_s": 120,
+                "render": "always"}
     settings.update(harvest_options)
     return parse_charter(
         {
