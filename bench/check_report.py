@@ -28,8 +28,9 @@ swapped for its opposite, a negation added or dropped, or else prefixed "It is n
 error is **detected** when the check fails that claim with the expected problem.
 
 False alarms: claims of the clean report that fail the check (every claim the check reads in it).
-Baselines (same claims, same cut-offs): the support score without the closest-statement rule, without the
-explicit number/negation/direction signals, and the cosine alone.
+Baselines (same claims, same cut-offs, and each one's AUROC, which needs no cut-off): the support score without
+the closest-statement rule, without the explicit number/negation/direction signals, the cosine alone, and the
+evidence reader (``orchestrator/evidence``'s cross-encoder, the claim read as the question).
 """
 
 from __future__ import annotations
@@ -367,15 +368,30 @@ def _parts_of(result: Any, line: int, source: Any, text: str) -> Any:
         return None
     page = source.page_for(res.citations[0].page_url)
     texts = [p for c in source.chunks_of(page) for p in passages(c.text)]
-    parts = score_parts(claim.plain, list(dict.fromkeys(texts)), source.embedder())
-    return parts
+    texts = list(dict.fromkeys(texts))
+    parts = score_parts(claim.plain, texts, source.embedder())
+    return (parts, claim.plain, texts) if parts else None
 
 
-def _ablate(tally: Tally, key: str, parts: Any) -> None:
-    if not parts:
+def _reader_support(claim: str, texts: list[str]) -> float:
+    """The evidence reader's view of support: the claim read as the question, the sigmoid of its best logit
+    over the page's passages."""
+    import math
+
+    from orchestrator.evidence.reader import load_reader
+
+    logits = load_reader().logits(claim, texts)
+    return 1 / (1 + math.exp(-max(logits))) if logits else 0.0
+
+
+def _ablate(tally: Tally, key: str, found: Any) -> None:
+    if not found:
         return
     from orchestrator.audit.support import aligned_scores
 
+    parts, claim, texts = found
+    tally.ablation["the evidence reader (claim as the question, sigmoid of the best logit)"][key].append(
+        _reader_support(claim, texts))
     tally.ablation["brt (meaning + words, signals, closest statements)"][key].append(max(aligned_scores(parts)))
     tally.ablation["without the closest-statement rule"][key].append(max(p.score for p in parts))
     tally.ablation["without the number/negation/direction signals"][key].append(
@@ -484,6 +500,9 @@ def summarize(tally: Tally) -> dict:
             "restated claims supported": _share(clean, lambda s: s >= SUPPORTED),
             "reversed claims below WEAK (detected)": _share(rev, lambda s: s < WEAK),
             "misattributed claims below WEAK (detected)": _share(mis, lambda s: s < WEAK),
+            # threshold-free: how well the score orders restated claims above reversed / misattributed ones
+            "AUROC restated vs reversed": _auroc(clean, rev),
+            "AUROC restated vs misattributed": _auroc(clean, mis),
         }
     return {
         "thresholds": {"supported": SUPPORTED, "weakly_supported": WEAK},
@@ -497,6 +516,14 @@ def summarize(tally: Tally) -> dict:
         "baselines (same claims, same cut-offs)": baselines,
         "check_time_s": _quantiles(tally.check_s),
     }
+
+
+def _auroc(positives: list[float], negatives: list[float]) -> float | None:
+    """P(a positive scores above a negative), ties counting half."""
+    if not positives or not negatives:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return round(wins / (len(positives) * len(negatives)), 4)
 
 
 def _share(values: list[float], test: Any) -> dict | None:
