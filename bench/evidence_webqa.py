@@ -219,8 +219,10 @@ def main(argv: list[str] | None = None) -> int:
         for system, (qs, bs, tx) in totals.items():
             report["runs"][system] = score(qs, bs, tx)
         report["render"] = args.render or "charter default (auto)"
-        name = "evidence_webqa" if args.render is None else f"evidence_webqa_render_{args.render}"
-        emit(report, timings, args.json_out, name)
+        if args.render is None:
+            emit(report, timings, args.json_out, "evidence_webqa")
+        else:  # a path's figures beside the shipped ones
+            emit(report, timings, args.json_out, f"evidence_webqa_render_{args.render}")
         if args.misses:
             Path(args.misses).write_text(json.dumps(missed, indent=2, ensure_ascii=False) + "\n")
     finally:
