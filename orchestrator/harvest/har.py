@@ -94,46 +94,37 @@ def mark_incomplete(har: Path, reason: str, pages: list[str], *, lost: bool) -> 
     tmp.replace(har)
 
 
-def har_urls(har: Path) -> set[str]:
-    """Every request URL of a HAR file, without fragment."""
+def _replay_entries(har: Path) -> list[Any]:
+    """The entries of a replay HAR file (a clear error when it cannot be read)."""
     try:
         entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HarvestError(f"cannot read the replay HAR {har}: {exc}") from exc
-    urls: set[str] = set()
-    for entry in entries:
-        try:
-            urls.add(str(entry["request"]["url"]).split("#", 1)[0])
-        except (KeyError, TypeError):
-            continue
-    return urls
+    return entries if isinstance(entries, list) else []
 
 
-def har_error_urls(har: Path) -> set[str]:
-    """The request URLs (without fragment) a HAR file answers with an error status (4xx/5xx)."""
-    try:
-        entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise HarvestError(f"cannot read the replay HAR {har}: {exc}") from exc
+def har_urls(har: Path, *, errors_only: bool = False) -> set[str]:
+    """Every request URL of a HAR file, without fragment (``errors_only``: those answered with 4xx/5xx)."""
     urls: set[str] = set()
-    for entry in entries:
+    for entry in _replay_entries(har):
         try:
-            if int(entry["response"].get("status") or 0) >= 400:
+            if not errors_only or int(entry["response"].get("status") or 0) >= 400:
                 urls.add(str(entry["request"]["url"]).split("#", 1)[0])
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return urls
 
 
+def har_error_urls(har: Path) -> set[str]:
+    """The request URLs (without fragment) a HAR file answers with an error status (4xx/5xx)."""
+    return har_urls(har, errors_only=True)
+
+
 def har_redirects(har: Path) -> dict[str, list[str]]:
     """Request URL -> the absolute redirect targets of its 3xx entries in a HAR file (every one: when a URL has
     several entries, Playwright's HAR router picks one by the request's headers)."""
-    try:
-        entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise HarvestError(f"cannot read the replay HAR {har}: {exc}") from exc
     redirects: dict[str, list[str]] = {}
-    for entry in entries:
+    for entry in _replay_entries(har):
         try:
             url = entry["request"]["url"]
             response = entry["response"]
