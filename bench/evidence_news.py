@@ -3,7 +3,7 @@ JavaScript on, HAR replay), scored like ``bench/evidence_squad.py``.
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_news.py --eval-dir ../shared/eval \\
         [--questions bench/data/news_questions.json] [--charters per-cluster|all|both] \\
-        [--baseline-rev REV] [--javascript on|off] [--json out.json]
+        [--baseline-rev REV] [--javascript on|off] [--render auto|always|never] [--json out.json]
 
 The pages are the 33 of ``article-extraction-benchmark/topic-clusters.json`` (10 news events, 2-5 pages each),
 served from a HAR written at run time under their original URLs (never copied into the repository). The
@@ -95,14 +95,16 @@ def load_clusters(eval_dir: Path, questions_path: Path) -> tuple[list[Cluster], 
     return clusters, pages
 
 
-def write_charter(path: Path, cid: str, clusters: list[Cluster], *, javascript: bool) -> Path:
+def write_charter(
+    path: Path, cid: str, clusters: list[Cluster], *, javascript: bool, render: str | None = None
+) -> Path:
     sections = []
     for c in clusters:
         for i, q in enumerate(c.questions):
             sections.append({"title": q.title, "label": f"{c.name[:12]}-{i}", "question": q.question})
     urls = [u for c in clusters for u in c.urls]
     return write_bench_charter(path, cid, f"News evidence benchmark ({cid})", hosts_of(urls), urls, sections,
-                               javascript=javascript)
+                               javascript=javascript, render=render)
 
 
 def _same_page(a: str, b: str) -> bool:
@@ -154,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", default=str(DEFAULT_QUESTIONS))
     ap.add_argument("--charters", choices=["per-cluster", "all", "both"], default="both")
     ap.add_argument("--javascript", choices=["on", "off"], default="on")
+    ap.add_argument("--render", choices=["auto", "always", "never"], default=None,
+                    help="the charters' harvest.render (default: the charter default, auto)")
     ap.add_argument("--baseline-rev", default="", help="commit whose brt synthesize is the baseline ('' = none)")
     ap.add_argument("--misses", default=None, help="write this checkout's misses (questions, blocks) here")
     ap.add_argument("--keep-tmp", action="store_true")
@@ -180,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         for cid, cs in groups:
             key = "one charter for all events" if cid == "news_all" else "one charter per event"
             qs = [q for c in cs for q in c.questions]
-            charter = write_charter(tmp / f"{cid}.yaml", cid, cs, javascript=args.javascript == "on")
+            charter = write_charter(tmp / f"{cid}.yaml", cid, cs, javascript=args.javascript == "on",
+                                    render=args.render)
             t0 = time.monotonic()
             run_cli(["harvest", str(charter), "--replay", str(har)], pythonpath=REPO_ROOT, env=env)
             timings[f"harvest {cid}"] = round(time.monotonic() - t0, 1)
@@ -197,7 +202,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[news] {cid}: {len(qs)} sections, harvest {timings[f'harvest {cid}']} s", file=sys.stderr)
         for name, (qs, blocks) in totals.items():
             report["runs"][name] = score(qs, blocks)
-        emit(report, timings, args.json_out, "evidence_news")
+        report["render"] = args.render or "charter default (auto)"
+        if args.render is None:
+            emit(report, timings, args.json_out, "evidence_news")
+        else:  # a path's figures beside the shipped ones
+            emit(report, timings, args.json_out, f"evidence_news_render_{args.render}")
         if args.misses:
             Path(args.misses).write_text(json.dumps(missed, indent=2, ensure_ascii=False) + "\n")
     finally:
