@@ -3,7 +3,7 @@ does a section print?
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_squad.py --eval-dir ../shared/eval \\
         [--dataset v2.0|v1.1-extra] [--charters all|per-article|both] [--per-article N] \\
-        [--baseline-rev REV] [--no-plain] [--concept-index] [--json out.json]
+        [--baseline-rev REV] [--no-plain] [--concept-index] [--render auto|always|never] [--json out.json]
 
 Each article of ``squad/dev-v2.0.json.gz`` becomes one page (its title as ``<h1>``, its paragraphs as ``<p>``)
 served from a HAR written at run time under ``https://squad.brt-bench.test/wiki/<title>``. Each article's
@@ -123,13 +123,15 @@ def page_html(article: Article) -> bytes:
     ).encode()
 
 
-def write_charter(path: Path, cid: str, articles: list[Article], *, concept_index: bool) -> Path:
+def write_charter(
+    path: Path, cid: str, articles: list[Article], *, concept_index: bool, render: str | None = None
+) -> Path:
     sections = []
     for a in articles:
         for i, q in enumerate(a.questions):
             sections.append({"title": q.question, "label": f"A{a.n}Q{i}", "question": q.question})
     return write_bench_charter(path, cid, f"SQuAD evidence benchmark ({cid})", [HOST], [a.url for a in articles],
-                               sections, javascript=False, concept_index=concept_index)
+                               sections, javascript=False, concept_index=concept_index, render=render)
 
 
 def write_bench_charter(
@@ -264,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-rev", default="", help="commit whose brt synthesize is the baseline ('' = none)")
     ap.add_argument("--no-plain", action="store_true", help="skip the plain top-k cosine baseline")
     ap.add_argument("--concept-index", action="store_true", help="all charter: also synthesize with the index")
+    ap.add_argument("--render", choices=["auto", "always", "never"], default=None,
+                    help="the charters' harvest.render (default: the charter default, auto)")
     ap.add_argument("--keep-tmp", action="store_true")
     ap.add_argument("--json", dest="json_out", default=None)
     args = ap.parse_args(argv)
@@ -296,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
             key = "one charter for all articles" if cid == "squad_all" else "one charter per article"
             qs = [q for a in arts for q in a.questions]
             with_ci = args.concept_index and cid == "squad_all"
-            charter = write_charter(tmp / f"{cid}.yaml", cid, arts, concept_index=with_ci)
+            charter = write_charter(tmp / f"{cid}.yaml", cid, arts, concept_index=with_ci, render=args.render)
             t0 = time.monotonic()
             run_cli(["harvest", str(charter), "--replay", str(har)], pythonpath=REPO_ROOT, env=env)
             timings[f"harvest {cid}"] = round(time.monotonic() - t0, 1)
@@ -305,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
                 blocks, wall = synth_blocks(charter, pythonpath=REPO_ROOT, env=env, out=tmp / "out" / f"{cid}-ci.md")
                 add("brt, use_concept_index: true", key, qs, blocks)
                 timings[f"synthesize {cid} (concept index)"] = round(wall, 1)
-                charter = write_charter(tmp / f"{cid}.yaml", cid, arts, concept_index=False)
+                charter = write_charter(tmp / f"{cid}.yaml", cid, arts, concept_index=False, render=args.render)
             blocks, wall = synth_blocks(charter, pythonpath=REPO_ROOT, env=env, out=tmp / "out" / f"{cid}.md")
             add("brt", key, qs, blocks)
             timings[f"synthesize {cid}"] = round(wall, 1)
@@ -319,7 +323,11 @@ def main(argv: list[str] | None = None) -> int:
                 add("plain top-k hits, best sentence by cosine", key, qs, plain_blocks(cid, qs, k=5))
         for name, (qs, blocks) in totals.items():
             report["runs"][name] = score(qs, blocks)
-        emit(report, timings, args.json_out, "evidence_squad")
+        report["render"] = args.render or "charter default (auto)"
+        if args.render is None:
+            emit(report, timings, args.json_out, "evidence_squad")
+        else:  # a path's figures beside the shipped ones
+            emit(report, timings, args.json_out, f"evidence_squad_render_{args.render}")
     finally:
         clean_up(base, tmp, keep=args.keep_tmp, tag="squad")
     return 0
