@@ -122,11 +122,15 @@ _DATE_NEAR = re.compile(
     r"|[,;]\s*" + _DATE.replace("date", "cdate") + r"(?=\s*\))",  # "(https://…, 2024-05-01)"
     re.IGNORECASE,
 )
-_UNSUPPORTED = re.compile(
+_MARK = (
     r"[\[(]\s*(?:unsupported|no evidence(?: found)?|not supported(?: by (?:the )?evidence)?|uncited|unverified"
-    r"|no source)\s*[\])]|^\s*(?:\*\*|_)?(?:unsupported|no evidence|unverified)(?:\*\*|_)?\s*:",
-    re.IGNORECASE,
+    r"|no source)\s*[\])]"
 )
+_UNSUPPORTED = re.compile(
+    _MARK + r"|^\s*(?:\*\*|_)?(?:unsupported|no evidence|unverified)(?:\*\*|_)?\s*:", re.IGNORECASE
+)
+#: A mark that opens a sentence belongs to the sentence before it ("… a claim. (unsupported) Next claim.").
+_LEADING_MARK = re.compile(r"\s*" + _MARK + r"\s*", re.IGNORECASE)
 _MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>\"'~])")
 _WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 _MASK = "\u27e6{}\u27e7"  # ⟦n⟧: a masked token (no dot, no space: the sentence splitter keeps it whole)
@@ -388,6 +392,10 @@ def _block_claims(block: _Block, links: dict[str, str], footnotes: dict[str, Rep
     for a, b in spans:
         while a < b and masked[a] in ".,;:) ":
             a += 1  # a splitter may leave the end of the sentence before on this one
+        mark = _LEADING_MARK.match(masked, a, b) if out else None
+        if mark is not None and mark.end() < b:
+            out[-1].marked_unsupported = True
+            a = mark.end()
         piece = masked[a:b]
         ids = [int(i) for i in _MASKED.findall(piece)]
         lead = _leading_citations(piece, tokens)

@@ -103,6 +103,16 @@ def test_marked_unsupported(text: str) -> None:
     assert only(text).marked_unsupported
 
 
+def test_a_mark_after_a_sentence_belongs_to_it_when_the_paragraph_goes_on() -> None:
+    text = (
+        "Dogs are welcome on every ferry of the line. (unsupported)\n"
+        "Cats travel in a basket on the car deck. (unsupported) Boats leave the south quay every hour.\n"
+    )
+    claims = parse_report(text).claims
+    assert [(c.line, c.marked_unsupported) for c in claims] == [(1, True), (2, True), (2, False)]
+    assert claims[1].plain.startswith("Cats travel") and claims[2].plain.startswith("Boats leave")
+
+
 @pytest.mark.parametrize(
     "text",
     [
