@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
@@ -178,9 +179,18 @@ class LanceStore:
                 versions = self.path / "lance" / f"{name}.lance" / "_versions"
                 if not create and not any(versions.glob("*")):
                     return None  # another writer is creating the table right now: nothing committed yet
-                raise StoreCorrupt(f"cannot open table {name!r} in {self.path}: {exc}") from exc
+                table = self._open_committed(name, exc)
         self._tables[name] = table
         return table
+
+    def _open_committed(self, name: str, first: Exception) -> Any:
+        """Open a table whose first version another writer committed after our open failed (the open and the
+        look at its versions race the creation); StoreCorrupt when it still cannot be opened."""
+        time.sleep(0.05)
+        try:
+            return self._connect().open_table(name)
+        except Exception:
+            raise StoreCorrupt(f"cannot open table {name!r} in {self.path}: {first}") from first
 
     def _open_remote(self, name: str, create: bool) -> Any | None:
         """Open (or create) a table on object storage. Existence is decided by opening it: some stores (e.g.
