@@ -7,6 +7,7 @@ FlagEmbedding path, so fp32 vectors equal FlagEmbedding's (cosine >= 0.9999; ``t
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,22 +86,10 @@ class OnnxEncoder:
         import numpy as np
 
         encs = self._embed_tok.encode_batch(list(texts), add_special_tokens=True)
-        order = np.argsort([-len(e.ids) for e in encs], kind="stable")
         out: np.ndarray | None = None
         batches = 0
-        for start in range(0, len(texts), batch_size):
-            idx = order[start : start + batch_size]
-            width = max(len(encs[i].ids) for i in idx)
-            ids = np.zeros((len(idx), width), dtype=np.int64)
-            mask = np.zeros((len(idx), width), dtype=np.int64)
-            types = np.zeros((len(idx), width), dtype=np.int64)
-            for row, i in enumerate(idx):
-                e = encs[i]
-                n = len(e.ids)
-                ids[row, :n] = e.ids
-                mask[row, :n] = 1
-                types[row, :n] = e.type_ids
-            feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        for idx, feeds in padded_batches(encs, batch_size):
+            mask = feeds["attention_mask"]
             hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
             if self.pooling == "cls":
                 pooled = hidden[:, 0]
@@ -113,3 +102,24 @@ class OnnxEncoder:
             batches += 1
         assert out is not None
         return out, batches
+
+
+def padded_batches(encs: Sequence[Any], batch_size: int) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    """Tokenizer encodings sorted by length (longest first) and cut into batches, each padded to its longest:
+    (the batch's indices into ``encs``, its ``input_ids`` / ``attention_mask`` / ``token_type_ids``)."""
+    import numpy as np
+
+    order = np.argsort([-len(e.ids) for e in encs], kind="stable")
+    for start in range(0, len(encs), batch_size):
+        idx = order[start : start + batch_size]
+        width = max(len(encs[i].ids) for i in idx)
+        ids = np.zeros((len(idx), width), dtype=np.int64)
+        mask = np.zeros((len(idx), width), dtype=np.int64)
+        types = np.zeros((len(idx), width), dtype=np.int64)
+        for row, i in enumerate(idx):
+            e = encs[i]
+            n = len(e.ids)
+            ids[row, :n] = e.ids
+            mask[row, :n] = 1
+            types[row, :n] = e.type_ids
+        yield idx, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}

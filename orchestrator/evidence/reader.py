@@ -12,7 +12,8 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+from memory_store.onnx_backend import padded_batches
 
 from ..errors import EvidenceModelError
 
@@ -58,20 +59,8 @@ class Reader:
         if not quotes:
             return []
         encs = self._tok.encode_batch([(question, q) for q in quotes])
-        order = np.argsort([-len(e.ids) for e in encs], kind="stable")
         out = np.zeros(len(quotes), dtype=np.float32)
-        for start in range(0, len(quotes), BATCH):
-            idx = order[start : start + BATCH]
-            width = max(len(encs[i].ids) for i in idx)
-            ids = np.zeros((len(idx), width), dtype=np.int64)
-            mask = np.zeros((len(idx), width), dtype=np.int64)
-            types = np.zeros((len(idx), width), dtype=np.int64)
-            for row, i in enumerate(idx):
-                e = encs[i]
-                ids[row, : len(e.ids)] = e.ids
-                mask[row, : len(e.ids)] = 1
-                types[row, : len(e.ids)] = e.type_ids
-            feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        for idx, feeds in padded_batches(encs, BATCH):
             with self._lock:
                 res = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
             out[idx] = np.asarray(res, dtype=np.float32).reshape(-1)
