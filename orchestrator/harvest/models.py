@@ -183,6 +183,9 @@ class HarvestReport:
     stopped: str | None = None  # why the run stopped early (max_attempts, max_duration_s, disk full: limits.py)
     egress: Egress | None = None  # how the browser's connections were held (None: no browser was opened)
     popups_closed: int = 0  # pages the harvest's browser opened by itself (window.open, target=_blank), closed
+    # Whether a browser was started (harvest.render: auto starts one for the first page that must be rendered);
+    # None: the reader does not say (devtools-mcp, Ray)
+    browser_started: bool | None = None
 
     def counts(self) -> dict[str, int]:
         """Events per outcome (all four outcomes present, zero included)."""
@@ -223,6 +226,7 @@ class HarvestReport:
             "stopped": self.stopped,
             "egress": self.egress.as_record() if self.egress is not None else None,
             "popups_closed": self.popups_closed,
+            "browser_started": self.browser_started,
             "events": list(self.events),
         }
 
