@@ -249,7 +249,8 @@ class Memory:
         emb = self.embedder
         algo = split_algo(*window_for(emb))
         chunked = _writes.chunk_pages(emb, inputs)
-        known = set(self._store.chunk_meta()) if self._read_meta() else set()
+        wanted = [c.id for chunks in chunked.values() for c in chunks]
+        known = self._store.chunk_ids_present(wanted) if self._read_meta() else set()
         pre = _writes.embed_new(emb, chunked, known)
         with self.write_lock():
             meta = self._ensure_created(emb.dim, algo, emb.precision, getattr(emb, "recipe", None))
@@ -290,6 +291,7 @@ class Memory:
             removed,
             algo,
             vectors,
+            after_mark=self._mirror.push if self._mirror is not None else None,
         )
 
     def repair(self) -> None:
