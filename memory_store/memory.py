@@ -138,6 +138,11 @@ class Memory:
         return self._model_name
 
     @property
+    def loaded_embedder(self) -> Embedder | None:
+        """The embedder once something loaded it (None before: asking never loads the model)."""
+        return self._embedder
+
+    @property
     def embedder(self) -> Embedder:
         """The embedding model (loaded on first use; checked against the store's recorded dimension)."""
         if self._embedder is None:
@@ -475,17 +480,21 @@ class Memory:
         include_vectors: bool = True,
         tool_version: str = "0.1.0",
         page_fields: Callable[[PageRecord], dict[str, Any]] | None = None,
+        pages: Iterable[PageRecord] | None = None,
     ) -> dict[str, Any]:
         """Write the audit snapshot (JSONL, manifest first) to ``path`` atomically; returns the manifest.
-        ``page_fields(page)`` adds the caller's fields to each page record (the store's own are kept)."""
+        ``page_fields(page)`` adds the caller's fields to each page record (the store's own are kept).
+        ``pages``: pages kept without a store (a harvest with ``memory.enabled: false``), written instead of the
+        store's, with no chunk."""
+        kept = list(pages) if pages is not None else None
         return _snapshot.write_snapshot(
             path,
             charter_id=self.charter_id,
             model_name=self._model_name,
             read_meta=self._read_meta,
             lock=self.write_lock,
-            pages=self.pages,
-            chunks=lambda vectors: self.chunks(include_vectors=vectors),
+            pages=self.pages if kept is None else (lambda: kept),
+            chunks=(lambda vectors: self.chunks(include_vectors=vectors)) if kept is None else (lambda _v: []),
             extra_records=extra_records,
             include_vectors=include_vectors,
             tool_version=tool_version,
