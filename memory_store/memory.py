@@ -508,7 +508,9 @@ class Memory:
         dimension and finite values, every LanceDB index covers exactly the table's rows."""
         pages = self.pages()
         dim = self.dim if self.count_chunks() else None
-        return _maintenance.check_store(self._store, pages, dim, self.chunks(include_vectors=True))
+        return _maintenance.check_store(
+            self._store, pages, dim, self.chunks(include_vectors=True), self._meta.pending_write()
+        )
 
     def compact(self) -> None:
         """Compact both tables and remove every older version, under the write lock (bounded disk across

@@ -238,6 +238,7 @@ def test_writes_that_touch_only_their_rows_keep_the_store_as_a_full_reconcile_wo
         else:
             mem.add(url, "\n\n".join(rng.sample(paragraphs, rng.randint(1, 3))))
         assert _full_plan(mem) == ([], {}, []), f"step {step}"
+        assert mem.check().ok, (step, mem.check().problems)
         held = {cid for page in mem.pages() for cid in page.chunk_ids}
         assert held == set(chunk_rows(mem)), f"step {step}"
 
@@ -263,6 +264,8 @@ def test_a_write_cut_short_is_repaired_by_the_next_write(brt_home, embedder, mon
     assert rows[fid]["also_seen_at"] == [b] and len(rows) == 2  # the chunk rows went in, the page row did not
     meta = json.loads((mem.path / "meta.json").read_text())
     assert meta.get("write_pending")
+    problems = mem.check().problems
+    assert any("cut short" in p for p in problems) and any("names" in p and b in p for p in problems), problems
 
     mem.add(c, INP)  # another page: the write first repairs what the failed one left
     rows = chunk_rows(mem)
@@ -271,6 +274,7 @@ def test_a_write_cut_short_is_repaired_by_the_next_write(brt_home, embedder, mon
     assert held == set(rows) and len(rows) == 2
     assert "write_pending" not in json.loads((mem.path / "meta.json").read_text())
     assert _full_plan(mem) == ([], {}, [])
+    assert mem.check().ok, mem.check().problems
 
 
 def test_model_mismatch(brt_home, embedder):
