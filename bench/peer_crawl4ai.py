@@ -130,7 +130,7 @@ class TreeMeter:
                 t = p.cpu_times()
             except self._psutil.Error:
                 continue
-            self._seen[p.pid] = t.user + t.system + getattr(t, "children_user", 0) + getattr(t, "children_system", 0)
+            self._seen[p.pid] = t.user + t.system  # (children's time is counted where the child is sampled)
 
     def _run(self) -> None:
         while not self._stop.wait(0.5):
