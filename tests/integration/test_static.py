@@ -64,8 +64,9 @@ def test_auto_renders_exactly_the_pages_that_need_a_browser(local_site, make_cha
 
 class _Launches:
     """The browsers launched while it runs: the main Chromium processes under this process (Playwright launches
-    them with ``--remote-debugging-pipe``; a launcher script's own shells, which share that command line for a
-    moment, are not browsers), sampled every 20 ms."""
+    them with ``--remote-debugging-pipe``), sampled every 20 ms. What shares that command line for a moment is
+    not a browser: a launcher script's own shells, and a process the browser forked before it runs what it forks
+    for (its parent is the browser)."""
 
     def __init__(self) -> None:
         self.before = {p.pid for p in browser_processes()}
@@ -79,7 +80,9 @@ class _Launches:
                 try:
                     if proc.pid in self.before or "--remote-debugging-pipe" not in proc.cmdline():
                         continue
-                    if Path(proc.exe()).name not in ("sh", "dash", "bash"):
+                    parent = proc.parent()
+                    forked = parent is not None and "chrom" in parent.name().lower()
+                    if Path(proc.exe()).name not in ("sh", "dash", "bash") and not forked:
                         self.pids.add(proc.pid)
                 except Exception:  # noqa: BLE001 - gone meanwhile
                     pass
