@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OPTIMIZE_AFTER_CHUNKS = 256
-
 
 def collect_inputs(pages: Any) -> dict[str, PageInput]:
     """The pages to store by URL (a URL given twice: the last version wins); ValueError for a page without URL
@@ -155,10 +153,8 @@ def reconcile(
     if plan.stale:
         store.delete(CHUNKS, "id", plan.stale)
     store_meta.finish_write(changes)
-    if len(plan.new_rows) >= OPTIMIZE_AFTER_CHUNKS:
-        store.optimize()
-    if rows or plan.stale:  # full-text index (and, past its row count, the vector index) current after writes
-        store.ensure_indexes()
+    if rows or plan.stale:  # a new table's full-text and key indexes; folds and the vector index: Memory.compact
+        store.ensure_indexes(in_write=True)
     log.info(
         "store %s: %d new chunks embedded, %d updated, %d deleted, %d page(s) written, %d removed",
         charter_id,

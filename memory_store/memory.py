@@ -514,11 +514,14 @@ class Memory:
 
     def compact(self) -> None:
         """Compact both tables and remove every older version, under the write lock (bounded disk across
-        re-harvests; a reader in another process holding an older version reads the latest instead)."""
+        re-harvests; a reader in another process holding an older version reads the latest instead); rows written
+        since are folded into the indexes and, past its row count, the vector index is built (a harvest ends
+        with this: a page's write never compacts)."""
         if not self._read_meta():
             return
         with self.write_lock():
             self._store.compact()
+            self._store.ensure_indexes()  # the vector index once the store is big enough (never in a write)
 
     def set_selectors(self, url: str, selector_of: Callable[[str], str]) -> int:
         """Set ``selector_of(chunk text)`` as the selector of each chunk of the stored page ``url`` (e.g. PDF

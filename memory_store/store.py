@@ -422,9 +422,10 @@ class LanceStore:
         kind = self._index_types().get("embedding")
         return bool(kind) and kind != "FTS"
 
-    def _ensure_key_index(self, name: str) -> None:
+    def _ensure_key_index(self, name: str, *, fold: bool = True) -> None:
         """The B-tree index on table ``name``'s key (``KEY_INDEXES``): built once the table has rows, rows written
-        since folded in past ``REINDEX_AFTER_ROWS`` (the chunks table's are folded with its full-text index)."""
+        since folded in past ``REINDEX_AFTER_ROWS`` with ``fold`` (the chunks table's are folded with its
+        full-text index)."""
         column = KEY_INDEXES[name]
         table = self._table(name)
         if table is None or int(table.count_rows()) == 0:
@@ -434,7 +435,7 @@ class LanceStore:
             with warnings.catch_warnings():  # the older name still takes the index type as a string
                 warnings.simplefilter("ignore")
                 table.create_scalar_index(column, index_type="BTREE", replace=True)
-        elif name == PAGES:
+        elif name == PAGES and fold:
             try:
                 unindexed = int(table.index_stats(f"{column}_idx").num_unindexed_rows or 0)
             except Exception:  # noqa: BLE001
@@ -442,12 +443,17 @@ class LanceStore:
             if unindexed > REINDEX_AFTER_ROWS:
                 table.optimize()
 
-    def ensure_indexes(self, *, fold_all: bool = False) -> None:
+    def ensure_indexes(self, *, fold_all: bool = False, in_write: bool = False) -> None:
         """Create what is missing: the full-text index on ``text`` (as soon as the table has rows), the B-tree
         indexes on the tables' keys, and the vector index on ``embedding`` (once it has
         ``VECTOR_INDEX_MIN_ROWS`` rows); fold rows written since
         into the existing indexes when more than ``REINDEX_AFTER_ROWS`` are unindexed (any, with
-        ``fold_all``: a search's BM25 scores then do not depend on the write history). Caller holds the lock."""
+        ``fold_all``: a search's BM25 scores then do not depend on the write history). Caller holds the lock.
+
+        ``in_write`` (after a page's write): only the full-text and key indexes a new table lacks; no fold and no
+        vector index. A fold is LanceDB's ``optimize``, which compacts the table too, rewriting every row of a
+        store below LanceDB's fragment size (minutes at 100,000 chunks): it runs at the end of a harvest
+        (``Memory.compact``) and before a search that needs it, never in a page's write."""
         table = self._table(CHUNKS)
         if table is None:
             return
@@ -471,11 +477,11 @@ class LanceStore:
                         ascii_folding=True,
                     )
                 log.info("full-text index built over %d chunks in %s", rows, self.path)
-            elif self._unindexed("text_idx") > (0 if fold_all else REINDEX_AFTER_ROWS):
+            elif not in_write and self._unindexed("text_idx") > (0 if fold_all else REINDEX_AFTER_ROWS):
                 table.optimize()
-            self._ensure_key_index(CHUNKS)
-            self._ensure_key_index(PAGES)
-            if rows >= VECTOR_INDEX_MIN_ROWS and not kinds.get("embedding"):
+            self._ensure_key_index(CHUNKS, fold=not in_write)
+            self._ensure_key_index(PAGES, fold=not in_write)
+            if not in_write and rows >= VECTOR_INDEX_MIN_ROWS and not kinds.get("embedding"):
                 with warnings.catch_warnings():  # the keyword form is deprecated in favour of config objects
                     warnings.simplefilter("ignore")
                     table.create_index(
@@ -581,14 +587,3 @@ class LanceStore:
             covered = indexed + int(getattr(stats, "num_unindexed_rows", 0) or 0)
             out.append((name, covered, None))
         return out
-
-    def optimize(self) -> None:
-        """Compact and drop old versions (kept 5 minutes for readers in other processes)."""
-        for name in (CHUNKS, PAGES):
-            table = self._table(name)
-            if table is None:
-                continue
-            try:
-                table.optimize(cleanup_older_than=timedelta(minutes=5))
-            except Exception as exc:  # noqa: BLE001 - optimisation is best effort
-                log.warning("optimize of %s in %s failed: %s", name, self.path, exc)
