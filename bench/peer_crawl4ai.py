@@ -323,6 +323,23 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def report(runs: list[dict[str, Any]], args: argparse.Namespace, pages: int, done: int, versions: dict) -> None:
+    """``bench/results/peer_crawl4ai.json``: the medians of the rounds finished so far, and every run."""
+    write_result("peer_crawl4ai", {
+        "bench": "peer_crawl4ai",
+        "pages": pages,
+        "subset": args.limit is not None,
+        "concurrency": CONCURRENCY,
+        "rounds": args.rounds,
+        "rounds_done": done,
+        **summarize(runs),
+        "targets": TARGETS,
+        "runs": [{k: v for k, v in r.items() if k != "log"} for r in runs],
+        "peer_versions": versions,
+        "machine": machine_info(),
+    })
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--eval-dir", default=None, help="folder holding article-extraction-benchmark/")
@@ -354,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     server = PageServer(pages)
     urls = [server.url(p) for p in pages]
     runs: list[dict[str, Any]] = []
+    versions = peer_versions(python)
     try:
         for rnd in range(args.rounds):
             order = setups[rnd % len(setups):] + setups[: rnd % len(setups)]
@@ -369,25 +387,14 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append({"setup": setup, "round": rnd + 1, "loadavg_at_start": load, **run})
                 print(f"[peer]   {run['cpu_s']} CPU-s, {run['wall_s']} s, F1 {run['f1']}, rc {run['rc']}",
                       file=sys.stderr)
+            # after every round: a run stopped later (time, a machine given back) keeps the rounds it finished
+            report(runs, args, len(pages), rnd + 1, versions)
     finally:
         server.stop()
         if not args.keep_tmp:
             shutil.rmtree(work, ignore_errors=True)
-    summary = summarize(runs)
-    for key, value in summary.items():
+    for key, value in summarize(runs).items():
         print(f"{key}: {value}")
-    write_result("peer_crawl4ai", {
-        "bench": "peer_crawl4ai",
-        "pages": len(pages),
-        "subset": args.limit is not None,
-        "concurrency": CONCURRENCY,
-        "rounds": args.rounds,
-        **{k: v for k, v in summary.items()},
-        "targets": TARGETS,
-        "runs": [{k: v for k, v in r.items() if k != "log"} for r in runs],
-        "peer_versions": peer_versions(python),
-        "machine": machine_info(),
-    })
     return 0
 
 
