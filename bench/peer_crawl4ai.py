@@ -9,13 +9,14 @@ text embedded by the same model (all-MiniLM-L6-v2, the copy brt bundles) in a La
 - ``c4ai_http``: Crawl4AI over plain HTTP (``AsyncHTTPCrawlerStrategy``), no browser.
 
 Crawl4AI's pages go the way its documentation shows for RAG: the "fit markdown" of its ``DefaultMarkdownGenerator``
-with a ``PruningContentFilterLXML`` (boilerplate pruned; the raw markdown when that is empty), split into passages of at
-most 200 words at paragraph ends, embedded with sentence-transformers (torch, CPU) and added to LanceDB. Each setup
-runs as a fresh process per round (interpreter start, imports and model load count for all three), the setups in
-alternating order (rotated each round) so that the machine's load hits them alike. CPU-seconds are those of the
-process and everything under it (rusage of the reaped process tree, and psutil samples every 0.5 s: the larger),
-which hold on a loaded machine where wall times do not. Extraction F1: 4-gram shingles against the gold text
-(``bench/_common.py``), brt's stored page text and Crawl4AI's markdown.
+with a ``PruningContentFilterLXML`` (boilerplate pruned; the raw markdown when that is empty), split into passages
+of at most 180 words (about the model's 256 tokens: every word embedded, as brt's chunks are) at paragraph ends,
+embedded with sentence-transformers (torch, CPU) and added to LanceDB. Each setup runs as a fresh process per round
+(interpreter start, imports and model load count for all three), the setups in alternating order (rotated each
+round) so that the machine's load hits them alike. CPU-seconds are those of the process and everything under it
+(rusage of the reaped process tree, and psutil samples every 0.5 s: the larger), which hold on a loaded machine
+where wall times do not. Extraction F1: 4-gram shingles against the gold text (``bench/_common.py``), brt's stored
+page text and Crawl4AI's markdown.
 
 Crawl4AI is installed by this script into a virtual environment of its own, outside the repository
 (``--venv``, default ``~/.cache/brt-bench/crawl4ai-venv``: ``crawl4ai``, ``sentence-transformers``, ``lancedb``,
@@ -204,13 +205,18 @@ import asyncio, json, re, sys
 args = json.loads(sys.argv[1])
 
 
-def passages(text, words=200):
+def passages(text, words=180):
+    """Passages of at most ``words`` words (about the model's 256 tokens), cut at paragraph ends and, in a
+    longer paragraph, every ``words`` words: every word of the page is embedded, as brt's chunks embed it."""
     out, cur, n = [], [], 0
     for para in [p.strip() for p in re.split(r"\n\s*\n", text or "") if p.strip()]:
-        w = len(para.split())
-        if cur and n + w > words:
-            out.append("\n\n".join(cur)); cur, n = [], 0
-        cur.append(para); n += w
+        ws = para.split()
+        pieces = [" ".join(ws[i:i + words]) for i in range(0, len(ws), words)] if len(ws) > words else [para]
+        for piece in pieces:
+            w = len(piece.split())
+            if cur and n + w > words:
+                out.append("\n\n".join(cur)); cur, n = [], 0
+            cur.append(piece); n += w
     if cur:
         out.append("\n\n".join(cur))
     return out
