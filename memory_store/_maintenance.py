@@ -13,13 +13,21 @@ from .store import LanceStore
 
 
 def check_store(
-    store: LanceStore, pages: list[PageRecord], dim: int | None, rows: Iterable[dict[str, Any]]
+    store: LanceStore,
+    pages: list[PageRecord],
+    dim: int | None,
+    rows: Iterable[dict[str, Any]],
+    pending: dict[str, Any] | None = None,
 ) -> CheckResult:
-    """Verify the store: chunk ids are the hash of their text, every chunk is held by a stored page and every
-    page's chunks exist, no duplicate ids, every vector has the store's dimension (``dim``) and finite values,
-    and the full-text / vector indexes (where they exist) cover exactly the table's rows. ``rows`` are the chunk
-    rows with their vectors."""
+    """Verify the store: chunk ids are the hash of their text, every chunk is held by a stored page and names
+    exactly the pages that hold it, every page's chunks exist, no duplicate ids, every vector has the store's
+    dimension (``dim``) and finite values, the full-text / vector indexes (where they exist) cover exactly the
+    table's rows, and no write was left cut short (``pending``: meta.json's mark). ``rows`` are the chunk rows
+    with their vectors."""
     result = CheckResult()
+    if pending is not None:
+        at = pending.get("at")
+        result.add(f"a write begun at {at} was cut short: the next write (or repair) reconciles the store")
     page_urls = {p.url for p in pages}
     held: dict[str, list[str]] = {}
     for p in pages:
@@ -57,6 +65,8 @@ def _row_problems(row: dict[str, Any], page_urls: set[str], held: dict[str, list
         out.append(f"chunk {cid} belongs to no stored page ({row.get('url')})")
     if cid not in held:
         out.append(f"chunk {cid} is listed by no page")
+    elif owners & page_urls and owners != set(held[cid]):  # a write reads a chunk's holders from its row
+        out.append(f"chunk {cid} names {sorted(u for u in owners if u)} as its pages, but {sorted(held[cid])} hold it")
     vector = row.get("embedding")
     if vector is None or (dim and len(vector) != dim):
         out.append(f"chunk {cid} has no {dim}-dimensional vector")

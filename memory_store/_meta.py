@@ -1,7 +1,7 @@
 """A store's small side files (private to memory_store).
 
 - ``meta.json``: format version, charter id, embedding model and dimension, the vectors' precision (and int8
-  recipe), split algorithm, creation and last-write times;
+  recipe), split algorithm, creation and last-write times, and the mark of a write under way (``write_pending``);
 - ``events.jsonl``, the journal: JSON objects appended durably, read back in order."""
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
 JOURNAL_FILE = "events.jsonl"
+#: meta.json's mark of a write under way (``StoreMeta.begin_write``).
+PENDING_WRITE = "write_pending"
 
 
 class StoreMeta:
@@ -90,6 +92,30 @@ class StoreMeta:
         if meta is not None:
             meta["last_write"] = now("microseconds")
             self.write(meta)
+
+    def pending_write(self) -> dict[str, Any] | None:
+        """The write begun and never finished (a crash, a failed write): ``{"at", "pages"}``, else None."""
+        meta = self.read()
+        pending = meta.get(PENDING_WRITE) if meta else None
+        return pending if isinstance(pending, dict) else {"at": None, "pages": 0} if pending else None
+
+    def begin_write(self, pages: int) -> None:
+        """Record, before a write changes any row, that one is under way (``finish_write`` clears it): a store
+        whose meta still says so after a crash is repaired by a full reconcile at its next write."""
+        meta = self.read()
+        if meta is not None:
+            meta[PENDING_WRITE] = {"at": now("microseconds"), "pages": int(pages)}
+            self.write(meta)
+
+    def finish_write(self, changed: bool) -> None:
+        """The write is complete: clear the mark (and record the time of the write when it ``changed`` rows)."""
+        meta = self.read()
+        if meta is None or (not changed and PENDING_WRITE not in meta):
+            return
+        meta.pop(PENDING_WRITE, None)
+        if changed:
+            meta["last_write"] = now("microseconds")
+        self.write(meta)
 
 
 def embedder_fits(meta: dict[str, Any] | None, path: Path, model: str, embedder: Any) -> str | None:

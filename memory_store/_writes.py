@@ -1,6 +1,13 @@
 """Writes to a store (private to memory_store): chunking and embedding pages outside the write lock, then
 bringing the chunk rows in line with the pages table (``reconcile``), which also repairs what an interrupted
-write left behind."""
+write left behind.
+
+A write reads and changes only what it touches: the rows of the pages it stores or removes and of the chunks
+those pages held or now hold (a chunk row's ``url`` and ``also_seen_at`` name every page that holds it), so its
+cost does not grow with the store (``bench/store_write.py``). Before it changes a row it marks the store's
+meta.json (``StoreMeta.begin_write``) and clears the mark when done: a write cut short (a crash, a full disk)
+leaves the mark, and the next write first brings every chunk row in line with the pages table (the full
+reconcile), which is also what ``Memory.repair`` runs."""
 
 from __future__ import annotations
 
@@ -22,8 +29,6 @@ if TYPE_CHECKING:
     from .embeddings import Embedder
 
 log = logging.getLogger(__name__)
-
-OPTIMIZE_AFTER_CHUNKS = 256
 
 
 def collect_inputs(pages: Any) -> dict[str, PageInput]:
@@ -110,14 +115,26 @@ def reconcile(
     removed: set[str],
     algo: str | None,
     vectors: dict[str, Any] | None = None,
+    after_mark: Callable[[], object] | None = None,
 ) -> None:
-    """Bring chunk rows in line with the pages table after replacing ``inputs`` and removing ``removed``.
+    """Bring chunk rows in line with the pages table after replacing ``inputs`` and removing ``removed``:
+    only the rows they touch (``_plan_touched``), or, with neither (``Memory.repair``) or after a write that was
+    cut short, every row (``_plan_rows``: orphan chunks deleted, url/also_seen_at fixed). ``after_mark`` runs
+    once the store is marked as being written (a store on object storage pushes the mark).
 
-    Also repairs leftovers of an interrupted write: orphan chunks are deleted, url/also_seen_at fixed.
     Order: chunk rows, then page rows, then deletions, so a crash never loses stored data.
     """
-    plan = _plan_rows(store, charter_id, inputs, chunked, removed, algo)
+    full = not (inputs or removed) or store_meta.pending_write() is not None
+    if full and (inputs or removed):
+        log.warning("store %s: a write was cut short; bringing every chunk row in line with the pages", charter_id)
+    planner = _plan_rows if full else _plan_touched
+    plan = planner(store, charter_id, inputs, chunked, removed, algo)
     rows, row_vectors = _rows_with_vectors(store, plan, embed, vectors, charter_id)
+    changes = bool(rows or inputs or removed or plan.stale)
+    if changes:
+        store_meta.begin_write(len(inputs) + len(removed))
+        if after_mark is not None:
+            after_mark()
     if rows:
         store.upsert_chunks(rows, row_vectors)
     if inputs:
@@ -135,12 +152,9 @@ def reconcile(
         purge_urls(store.path, [*inputs, *removed])
     if plan.stale:
         store.delete(CHUNKS, "id", plan.stale)
-    if rows or inputs or removed or plan.stale:
-        store_meta.touch()
-    if len(plan.new_rows) >= OPTIMIZE_AFTER_CHUNKS:
-        store.optimize()
-    if rows or plan.stale:  # full-text index (and, past its row count, the vector index) current after writes
-        store.ensure_indexes()
+    store_meta.finish_write(changes)
+    if rows or plan.stale:  # a new table's full-text and key indexes; folds and the vector index: Memory.compact
+        store.ensure_indexes(in_write=True)
     log.info(
         "store %s: %d new chunks embedded, %d updated, %d deleted, %d page(s) written, %d removed",
         charter_id,
@@ -194,23 +208,89 @@ def _plan_rows(
             log.warning("page(s) %s list chunk %s which is missing from %s", hs, cid, store.path)
             continue
         info = page_info.get(hs[0]) or page_meta(store, hs[0])
-        plan.new_rows.append(
-            {
-                "id": cid,
-                "charter_id": charter_id,
-                "url": hs[0],
-                "selector": info.get("selector"),
-                "text": chunk.text,
-                "tokens": chunk.tokens,
-                "split_algo": algo,
-                "last_updated": info.get("last_updated"),
-                "created_at": now,
-                "title": info.get("title"),
-                "also_seen_at": hs[1:],
-            }
-        )
+        plan.new_rows.append(_new_row(chunk, charter_id, hs, {hs[0]: info}, algo, now))
     plan.stale = [cid for cid in meta if cid not in holders]
     return plan
+
+
+def _plan_touched(
+    store: LanceStore,
+    charter_id: str,
+    inputs: dict[str, PageInput],
+    chunked: dict[str, list[Chunk]],
+    removed: set[str],
+    algo: str | None,
+) -> _RowPlan:
+    """``_plan_rows`` for a store whose chunk rows are in line with its pages (no write was cut short), reading
+    only the rows of the pages written or removed and of their chunks, old and new. A chunk's holders are those
+    its row names, less the pages written or removed, plus the written pages that hold it now: in the order
+    ``_plan_rows`` gives them (pages stored before by their storage order, then new ones in input order), so
+    both plans write the same rows."""
+    touched = set(inputs) | set(removed)
+    old_lists = store.page_chunk_ids(touched)  # in storage order
+    order = [u for u in old_lists if u in inputs] + [u for u in inputs if u not in old_lists]
+    new_lists = {url: [c.id for c in chunked.get(url, [])] for url in order}
+    ids = list(dict.fromkeys([cid for url in order for cid in new_lists[url]]
+                             + [cid for lst in old_lists.values() for cid in lst]))
+    meta = store.chunk_meta(ids)
+    page_info = {
+        url: {"title": page.title, "last_updated": page.last_updated, "selector": page.selector}
+        for url, page in inputs.items()
+    }
+    chunk_by_id: dict[str, Chunk] = {}
+    for chunks in chunked.values():
+        for c in chunks:
+            chunk_by_id.setdefault(c.id, c)
+    new_holders: dict[str, list[str]] = {}
+    for url in order:
+        for cid in new_lists[url]:
+            lst = new_holders.setdefault(cid, [])
+            if url not in lst:
+                lst.append(url)
+    plan = _RowPlan(new_lists)
+    now = clock_now("microseconds")
+    for cid in ids:
+        cur = meta.get(cid)
+        if cur is None:
+            chunk = chunk_by_id.get(cid)
+            if chunk is None or cid not in new_holders:
+                continue  # an old page listed a chunk the store lacks: nothing holds it now
+            plan.new_rows.append(_new_row(chunk, charter_id, new_holders[cid], page_info, algo, now))
+            continue
+        kept = [u for u in [cur["url"], *(cur.get("also_seen_at") or [])] if u not in touched]
+        hs = list(dict.fromkeys(kept + new_holders.get(cid, [])))
+        if not hs:
+            plan.stale.append(cid)
+            continue
+        want = _wanted_holders(store, cur, hs, page_info)
+        if any(cur.get(k) != v for k, v in want.items()):
+            plan.updates[cid] = want
+    return plan
+
+
+def _new_row(
+    chunk: Chunk,
+    charter_id: str,
+    holders: list[str],
+    page_info: dict[str, dict[str, Any]],
+    algo: str | None,
+    created_at: str,
+) -> dict[str, Any]:
+    """The row of a chunk the store does not hold yet (its first holder is a page being written)."""
+    info = page_info[holders[0]]
+    return {
+        "id": chunk.id,
+        "charter_id": charter_id,
+        "url": holders[0],
+        "selector": info.get("selector"),
+        "text": chunk.text,
+        "tokens": chunk.tokens,
+        "split_algo": algo,
+        "last_updated": info.get("last_updated"),
+        "created_at": created_at,
+        "title": info.get("title"),
+        "also_seen_at": holders[1:],
+    }
 
 
 def _wanted_holders(

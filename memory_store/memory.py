@@ -138,6 +138,11 @@ class Memory:
         return self._model_name
 
     @property
+    def loaded_embedder(self) -> Embedder | None:
+        """The embedder once something loaded it (None before: asking never loads the model)."""
+        return self._embedder
+
+    @property
     def embedder(self) -> Embedder:
         """The embedding model (loaded on first use; checked against the store's recorded dimension)."""
         if self._embedder is None:
@@ -249,7 +254,8 @@ class Memory:
         emb = self.embedder
         algo = split_algo(*window_for(emb))
         chunked = _writes.chunk_pages(emb, inputs)
-        known = set(self._store.chunk_meta()) if self._read_meta() else set()
+        wanted = [c.id for chunks in chunked.values() for c in chunks]
+        known = self._store.chunk_ids_present(wanted) if self._read_meta() else set()
         pre = _writes.embed_new(emb, chunked, known)
         with self.write_lock():
             meta = self._ensure_created(emb.dim, algo, emb.precision, getattr(emb, "recipe", None))
@@ -290,6 +296,7 @@ class Memory:
             removed,
             algo,
             vectors,
+            after_mark=self._mirror.push if self._mirror is not None else None,
         )
 
     def repair(self) -> None:
@@ -473,17 +480,21 @@ class Memory:
         include_vectors: bool = True,
         tool_version: str = "0.1.0",
         page_fields: Callable[[PageRecord], dict[str, Any]] | None = None,
+        pages: Iterable[PageRecord] | None = None,
     ) -> dict[str, Any]:
         """Write the audit snapshot (JSONL, manifest first) to ``path`` atomically; returns the manifest.
-        ``page_fields(page)`` adds the caller's fields to each page record (the store's own are kept)."""
+        ``page_fields(page)`` adds the caller's fields to each page record (the store's own are kept).
+        ``pages``: pages kept without a store (a harvest with ``memory.enabled: false``), written instead of the
+        store's, with no chunk."""
+        kept = list(pages) if pages is not None else None
         return _snapshot.write_snapshot(
             path,
             charter_id=self.charter_id,
             model_name=self._model_name,
             read_meta=self._read_meta,
             lock=self.write_lock,
-            pages=self.pages,
-            chunks=lambda vectors: self.chunks(include_vectors=vectors),
+            pages=self.pages if kept is None else (lambda: kept),
+            chunks=(lambda vectors: self.chunks(include_vectors=vectors)) if kept is None else (lambda _v: []),
             extra_records=extra_records,
             include_vectors=include_vectors,
             tool_version=tool_version,
@@ -497,15 +508,20 @@ class Memory:
         dimension and finite values, every LanceDB index covers exactly the table's rows."""
         pages = self.pages()
         dim = self.dim if self.count_chunks() else None
-        return _maintenance.check_store(self._store, pages, dim, self.chunks(include_vectors=True))
+        return _maintenance.check_store(
+            self._store, pages, dim, self.chunks(include_vectors=True), self._meta.pending_write()
+        )
 
     def compact(self) -> None:
         """Compact both tables and remove every older version, under the write lock (bounded disk across
-        re-harvests; a reader in another process holding an older version reads the latest instead)."""
+        re-harvests; a reader in another process holding an older version reads the latest instead); rows written
+        since are folded into the indexes and, past its row count, the vector index is built (a harvest ends
+        with this: a page's write never compacts)."""
         if not self._read_meta():
             return
         with self.write_lock():
             self._store.compact()
+            self._store.ensure_indexes()  # the vector index once the store is big enough (never in a write)
 
     def set_selectors(self, url: str, selector_of: Callable[[str], str]) -> int:
         """Set ``selector_of(chunk text)`` as the selector of each chunk of the stored page ``url`` (e.g. PDF

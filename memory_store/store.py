@@ -54,6 +54,9 @@ FTS_STEM = True
 FTS_REMOVE_STOP_WORDS = True
 # Rows written after an index was built are searched by a scan until folded into it by optimize().
 REINDEX_AFTER_ROWS = 1024
+# B-tree indexes on the keys a write looks rows up by (chunks by id, pages by url): a write's filtered reads,
+# merges and deletes then cost what it touches, not the size of the table (bench/store_write.py).
+KEY_INDEXES = {"chunks": "id", "pages": "url"}
 FTS_TIE_SLACK = 32  # rows past k a full-text search reads so that ties at the cut are broken by id
 # Vector index: below this many chunks a flat exact scan is fast enough; from it on an IVF_HNSW_SQ index with
 # exact re-ranking of refine_factor * k candidates (bench/vector_scale.py measures the trade-off).
@@ -250,13 +253,27 @@ class LanceStore:
     def count(self, name: str) -> int:
         return self._on_latest(name, f"cannot count rows of {name!r}", lambda table: int(table.count_rows()), empty=0)
 
-    def page_chunk_ids(self) -> dict[str, list[str]]:
-        """url -> chunk_ids for every page, in storage order."""
-        data = self._read(PAGES, ["url", "chunk_ids", "stored_at"])
-        if data is None:
-            return {}
-        rows = sorted(data.to_pylist(), key=lambda r: r["stored_at"] or "")
+    def page_chunk_ids(self, urls: Iterable[str] | None = None) -> dict[str, list[str]]:
+        """url -> chunk_ids for every page (only those of ``urls`` when given), in storage order."""
+        if urls is None:
+            data = self._read(PAGES, ["url", "chunk_ids", "stored_at"])
+            rows = data.to_pylist() if data is not None else []
+        else:
+            rows = self._read_in(PAGES, ["url", "chunk_ids", "stored_at"], "url", urls)
+        rows = sorted(rows, key=lambda r: r["stored_at"] or "")
         return {r["url"]: list(r["chunk_ids"] or []) for r in rows}
+
+    def _read_in(self, name: str, columns: list[str], column: str, values: Iterable[str]) -> list[dict[str, Any]]:
+        """The rows of ``name`` whose ``column`` is one of ``values`` (a filtered read: the cost of a write's
+        reads follows what it touches, not the size of the store)."""
+        values = list(dict.fromkeys(values))
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(values), 500):
+            data = self._read(name, columns, _in_list(column, values[start : start + 500]))
+            if data is None:
+                break
+            out.extend(data.to_pylist())
+        return out
 
     def pages(self, where: str | None = None) -> list[dict[str, Any]]:
         data = self._read(PAGES, PAGE_FIELDS, where)
@@ -268,13 +285,19 @@ class LanceStore:
         rows = self.pages(f"url = {_sql_str(url)}")
         return rows[0] if rows else None
 
-    def chunk_meta(self) -> dict[str, dict[str, Any]]:
-        """id -> chunk row without text and embedding."""
+    def chunk_meta(self, ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """id -> chunk row without text and embedding, for every chunk (only those of ``ids`` when given)."""
         cols = ["id", "url", "also_seen_at", "title", "last_updated", "selector"]
+        if ids is not None:
+            return {r["id"]: r for r in self._read_in(CHUNKS, cols, "id", ids)}
         data = self._read(CHUNKS, cols)
         if data is None:
             return {}
         return {r["id"]: r for r in data.to_pylist()}
+
+    def chunk_ids_present(self, ids: Iterable[str]) -> set[str]:
+        """Those of ``ids`` that the chunks table holds."""
+        return {r["id"] for r in self._read_in(CHUNKS, ["id"], "id", ids)}
 
     def chunk_rows(self, ids: Iterable[str], include_vectors: bool = True) -> list[dict[str, Any]]:
         ids = list(ids)
@@ -399,11 +422,38 @@ class LanceStore:
         kind = self._index_types().get("embedding")
         return bool(kind) and kind != "FTS"
 
-    def ensure_indexes(self, *, fold_all: bool = False) -> None:
-        """Create what is missing: the full-text index on ``text`` (as soon as the table has rows) and the
-        vector index on ``embedding`` (once it has ``VECTOR_INDEX_MIN_ROWS`` rows); fold rows written since
+    def _ensure_key_index(self, name: str, *, fold: bool = True) -> None:
+        """The B-tree index on table ``name``'s key (``KEY_INDEXES``): built once the table has rows, rows written
+        since folded in past ``REINDEX_AFTER_ROWS`` with ``fold`` (the chunks table's are folded with its
+        full-text index)."""
+        column = KEY_INDEXES[name]
+        table = self._table(name)
+        if table is None or int(table.count_rows()) == 0:
+            return
+        kinds = {str(i.columns[0]): str(i.index_type) for i in table.list_indices() if i.columns}
+        if column not in kinds:
+            with warnings.catch_warnings():  # the older name still takes the index type as a string
+                warnings.simplefilter("ignore")
+                table.create_scalar_index(column, index_type="BTREE", replace=True)
+        elif name == PAGES and fold:
+            try:
+                unindexed = int(table.index_stats(f"{column}_idx").num_unindexed_rows or 0)
+            except Exception:  # noqa: BLE001
+                unindexed = 0
+            if unindexed > REINDEX_AFTER_ROWS:
+                table.optimize()
+
+    def ensure_indexes(self, *, fold_all: bool = False, in_write: bool = False) -> None:
+        """Create what is missing: the full-text index on ``text`` (as soon as the table has rows), the B-tree
+        indexes on the tables' keys, and the vector index on ``embedding`` (once it has
+        ``VECTOR_INDEX_MIN_ROWS`` rows); fold rows written since
         into the existing indexes when more than ``REINDEX_AFTER_ROWS`` are unindexed (any, with
-        ``fold_all``: a search's BM25 scores then do not depend on the write history). Caller holds the lock."""
+        ``fold_all``: a search's BM25 scores then do not depend on the write history). Caller holds the lock.
+
+        ``in_write`` (after a page's write): only the full-text and key indexes a new table lacks; no fold and no
+        vector index. A fold is LanceDB's ``optimize``, which compacts the table too, rewriting every row of a
+        store below LanceDB's fragment size (minutes at 100,000 chunks): it runs at the end of a harvest
+        (``Memory.compact``) and before a search that needs it, never in a page's write."""
         table = self._table(CHUNKS)
         if table is None:
             return
@@ -427,9 +477,11 @@ class LanceStore:
                         ascii_folding=True,
                     )
                 log.info("full-text index built over %d chunks in %s", rows, self.path)
-            elif self._unindexed("text_idx") > (0 if fold_all else REINDEX_AFTER_ROWS):
+            elif not in_write and self._unindexed("text_idx") > (0 if fold_all else REINDEX_AFTER_ROWS):
                 table.optimize()
-            if rows >= VECTOR_INDEX_MIN_ROWS and not kinds.get("embedding"):
+            self._ensure_key_index(CHUNKS, fold=not in_write)
+            self._ensure_key_index(PAGES, fold=not in_write)
+            if not in_write and rows >= VECTOR_INDEX_MIN_ROWS and not kinds.get("embedding"):
                 with warnings.catch_warnings():  # the keyword form is deprecated in favour of config objects
                     warnings.simplefilter("ignore")
                     table.create_index(
@@ -535,14 +587,3 @@ class LanceStore:
             covered = indexed + int(getattr(stats, "num_unindexed_rows", 0) or 0)
             out.append((name, covered, None))
         return out
-
-    def optimize(self) -> None:
-        """Compact and drop old versions (kept 5 minutes for readers in other processes)."""
-        for name in (CHUNKS, PAGES):
-            table = self._table(name)
-            if table is None:
-                continue
-            try:
-                table.optimize(cleanup_older_than=timedelta(minutes=5))
-            except Exception as exc:  # noqa: BLE001 - optimisation is best effort
-                log.warning("optimize of %s in %s failed: %s", name, self.path, exc)

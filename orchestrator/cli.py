@@ -180,10 +180,17 @@ def harvest(
         return
     counts = report.counts()
     summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) or "nothing attempted"
-    click.echo(
-        f"harvested {c.id}: {summary}; {report.pages_stored} pages stored, {report.chunks_total} chunks "
-        f"({report.chunks_embedded} newly embedded) in {report.elapsed_s:.1f}s"
-    )
+    if report.kept is not None:  # memory.enabled: false
+        click.echo(
+            f"harvested {c.id}: {summary}; memory disabled: nothing embedded, no store written; "
+            f"{report.kept.pages} pages' text kept in {report.kept.snapshot}"
+            + (f" (HAR {report.kept.har})" if report.kept.har else "") + f" in {report.elapsed_s:.1f}s"
+        )
+    else:
+        click.echo(
+            f"harvested {c.id}: {summary}; {report.pages_stored} pages stored, {report.chunks_total} chunks "
+            f"({report.chunks_embedded} newly embedded) in {report.elapsed_s:.1f}s"
+        )
     for e in report.events:
         if e.get("outcome") != "stored":
             click.echo(f"  {e.get('outcome')}: {e.get('url')} ({e.get('reason')})")

@@ -55,8 +55,11 @@ def store_exists(charter: Charter) -> bool:
 
 
 def open_memory(charter: Charter, *, create: bool = True) -> Memory:
-    """The charter's evidence store (create=False raises StoreNotFound when it was never harvested)."""
+    """The charter's evidence store (create=False raises StoreNotFound when it was never harvested; a charter
+    with ``memory.enabled: false`` has none: MemoryDisabled)."""
     from memory_store import Memory
+
+    require_memory(charter)
 
     return Memory(
         charter.id,
@@ -65,4 +68,17 @@ def open_memory(charter: Charter, *, create: bool = True) -> Memory:
         create=create,
         uri=store_uri(charter),
         storage_options=storage_options(charter),
+    )
+
+
+def require_memory(charter: Charter) -> None:
+    """MemoryDisabled when the charter keeps no store (``memory.enabled: false``)."""
+    if charter.memory.enabled:
+        return
+    from .errors import MemoryDisabled
+
+    raise MemoryDisabled(
+        f"charter {charter.id} has memory.enabled: false: its harvests keep the pages' text in a snapshot "
+        "(brt harvest says where) and write no store to search or synthesize from; set memory.enabled: true "
+        "and harvest again, or build a store from a kept snapshot with brt restore SNAPSHOT"
     )

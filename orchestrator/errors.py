@@ -22,6 +22,7 @@
     │   ├── RayUnavailable     a harvest on Ray cannot start: Ray missing (pip install 'brt[ray]') or unreachable
     │   └── RayWorkerLost      a Ray worker process died (its pages are tried on another; raised when none is left)
     ├── PageRefused            a page that may not enter the store (add_page: off the allowlist, no text, ...)
+    ├── MemoryDisabled         the charter keeps no store (memory.enabled: false): nothing to search or synthesize
     ├── EvidenceModelError     the evidence scorer's weights are missing, corrupt or fail their recorded sha256
     ├── JobNotFound            no background job of that id in this process (``jobs.py``)
     └── PortInUse              the demo site's port is taken (``brt demo`` then serves on a free port)
@@ -49,6 +50,7 @@ __all__ = [
     "HarvestBusy",
     "HarvestError",
     "JobNotFound",
+    "MemoryDisabled",
     "NavigationAborted",
     "NavigationRefused",
     "NetworkError",
@@ -160,6 +162,11 @@ class RayWorkerLost(HarvestError):
 
 class PageRefused(BrtError):
     """A page that may not enter the store (off the allowlist, not http(s), no readable text, bad input)."""
+
+
+class MemoryDisabled(BrtError):
+    """The charter says ``memory.enabled: false``: its harvests keep the pages' text in a snapshot and write no
+    store, so there is no store to search, synthesize from, add a page to, clean or show."""
 
 
 class EvidenceModelError(BrtError):

@@ -42,6 +42,7 @@ class CharterOut(Doc):
     charter_id: str
     title: str
     goal: str | None = None
+    notes: str | None = None
     allowed_domains: list[str]
     seeds: list[str]
     sections: list[str]

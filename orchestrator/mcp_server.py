@@ -296,6 +296,7 @@ class BrtTools:
                 "charter_id": charter.id,
                 "title": charter.title,
                 "goal": charter.goal,
+                "notes": charter.notes,
                 "allowed_domains": list(charter.allowed_domains),
                 "seeds": list(charter.seeds),
                 "sections": [s.title for s in charter.outputs.sections],

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .charter import load_charter
-from .config import open_memory, store_exists
+from .config import open_memory, require_memory, store_exists
 from .evidence.rerank import RERANK_FACTOR, RERANK_MIN, rerank_hits
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ def require_store(charter: Charter, *, next_step: str | None = None) -> None:
     server word it for their users)."""
     from memory_store.errors import StoreNotFound
 
+    require_memory(charter)
     if not store_exists(charter):
         step = next_step or f"run `brt harvest {charter.source or 'CHARTER'}` first"
         raise StoreNotFound(f"charter {charter.id!r} has no store (never harvested, or cleaned): {step}")

@@ -38,6 +38,7 @@ class AuditBundle:
     edges: list[dict[str, Any]] = field(default_factory=list)
     manifest: dict[str, Any] | None = None
     charter_sha256: str | None = None
+    notes: str | None = None  # the charter's free-text notes, shown under the goal
 
     @property
     def sections(self) -> list[dict[str, Any]]:
@@ -112,13 +113,14 @@ def _from_snapshot(path: Path) -> AuditBundle:
         raise ReportError(f"{path} records no synthesis (the charter was not synthesized before /clean)")
     syn = {k: v for k, v in snap.synthesis.items() if k != "type"}
     charter = snap.harvest_charter()
-    goal = _goal(charter["text"], charter.get("format", "yaml")) if charter else None
+    goal, notes = _goal(charter["text"], charter.get("format", "yaml")) if charter else (None, None)
     return AuditBundle(
         origin="snapshot",
         path=snap.path,
         charter_id=snap.charter_id,
         title=str(syn.get("title") or snap.charter_id),
         goal=goal,
+        notes=notes,
         synthesis=syn,
         pages=snap.pages,
         events=snap.events,
@@ -129,13 +131,15 @@ def _from_snapshot(path: Path) -> AuditBundle:
     )
 
 
-def _goal(text: str, fmt: str) -> str | None:
+def _goal(text: str, fmt: str) -> tuple[str | None, str | None]:
+    """The goal and the notes of the charter as harvested."""
     from .trail import parse_charter_text
 
     try:
-        return parse_charter_text(text, fmt).goal
+        charter = parse_charter_text(text, fmt)
     except Exception:  # noqa: BLE001 - verify reports a bad charter; the report just has no goal line
-        return None
+        return None, None
+    return charter.goal, charter.notes
 
 
 def _from_store(path: Path) -> AuditBundle:
@@ -171,6 +175,7 @@ def _from_store(path: Path) -> AuditBundle:
         charter_id=charter.id,
         title=str(syn.get("title") or charter.title),
         goal=charter.goal,
+        notes=charter.notes,
         synthesis=syn,
         pages=pages,
         events=mem.events(),

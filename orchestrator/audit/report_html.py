@@ -107,6 +107,7 @@ def render_html(bundle: AuditBundle) -> str:
         "<header>",
         f"<h1>{_e(bundle.title)}</h1>",
         f'<p class="question">{_e(bundle.goal)}</p>' if bundle.goal else "",
+        f'<p class="notes">{_e(bundle.notes)}</p>' if bundle.notes else "",
         f'<p class="meta">Charter <code>{_e(bundle.charter_id)}</code> · generated {_e(syn.get("generated_at"))} · '
         f"evidence threshold {float(syn.get('min_score') or 0):.2f} ({_e(syn.get('embedding_model'))}) · {origin}</p>",
         f"<nav><ul>{''.join(nav)}</ul></nav>",

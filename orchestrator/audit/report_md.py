@@ -89,6 +89,8 @@ def _synthesis_lines(bundle: AuditBundle) -> list[str]:
     lines = [f"# {_md(bundle.title)}", ""]
     if bundle.goal:
         lines += [f"Goal: {_md(bundle.goal)}", ""]
+    if bundle.notes:
+        lines += [f"Notes: {_md(bundle.notes)}", ""]
     lines += [f"Charter {_md(bundle.charter_id)} · generated {_md(syn.get('generated_at'))} · embedding model "
               f"{_md(syn.get('embedding_model'))}", ""]
     for s in map(_dict, bundle.sections):

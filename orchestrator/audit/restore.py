@@ -3,7 +3,8 @@
 
 What comes back: the pages and chunk rows exactly as snapshotted (ids, URLs, dates, ``also_seen_at``, order), with
 their vectors, or re-embedded with the snapshot's model and precision (fp32 or int8; ``BRT_EMBED_BACKEND`` decides
-when set) when it was written with ``--no-vectors``; the journal (harvest events and summaries, fingerprints
+when set) when it was written with ``--no-vectors``; the pages of a snapshot that holds no chunk (what a harvest
+with ``memory.enabled: false`` keeps) are chunked and embedded; the journal (harvest events and summaries, fingerprints
 included, so ``--refresh`` works), the concept index (the graph and its pointer rows as stored; rebuilt from the
 restored chunks when the snapshot holds no vectors), the charter versions and the last synthesis (``brt report
 CHARTER`` reads it), and the HAR beside the snapshot (so a later ``/clean`` writes it again). A ``restore`` record
@@ -168,10 +169,15 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
         {"url": p.get("final_url") or p.get("url"), "requested_url": p.get("url")} | {k: p.get(k) for k in _PAGE_FIELDS}
         for p in snap.pages
     ]
-    mem.load_rows(
-        pages, rows, vectors, dim=dim or mem.dim, split_algo=snap.manifest.get("split_algo"), precision=precision,
-        recipe=recipe,
-    )
+    if not rows and any(p.get("text") for p in pages):
+        # pages kept without a store (a harvest with memory.enabled: false): chunked and embedded now
+        mem.add_many([{k: v for k, v in p.items() if k not in ("chunk_ids", "stored_at")} for p in pages])
+        reembedded = mem.count_chunks()
+    else:
+        mem.load_rows(
+            pages, rows, vectors, dim=dim or mem.dim, split_algo=snap.manifest.get("split_algo"),
+            precision=precision, recipe=recipe,
+        )
     restore_event = {
         "type": "restore",
         "restored_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -54,6 +54,11 @@ class BrowserWatch:
         self.fatal: BrowserCrashed | None = None  # set once the harvest cannot go on
         self._lock = asyncio.Lock()
         self._down: asyncio.Event = asyncio.Event()
+        if session.started:
+            self._watch()
+
+    def started(self) -> None:
+        """The session's first browser started (a lazy start, ``BrowserSession.start``): watch it."""
         self._watch()
 
     @property
@@ -68,6 +73,7 @@ class BrowserWatch:
             down.set()
             logger.info("the browser disconnected (browser %d of this harvest)", generation + 1)
 
+        assert self.session.browser is not None
         self.session.browser.on("disconnected", on_disconnected)
 
     def alive(self, generation: int) -> bool:
@@ -80,7 +86,7 @@ class BrowserWatch:
         """Why the attempt begun in ``generation`` failed: "browser" (the browser crashed or was replaced
         meanwhile), "page" (its renderer crashed) or None (not a crash: the event stands as it is)."""
         failed = error is not None or (event.outcome == "failed" and not str(event.reason or "").startswith("HTTP "))
-        if not failed:
+        if not failed or not self.session.started:  # no browser ever ran: nothing could crash
             return None
         if not self.alive(generation):
             return "browser"

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from ..charter import Charter
     from ..progress import ProgressSink
+    from .keep import KeptPages
 
 __all__ = ["MAX_LINKS", "Crawl"]
 
@@ -53,9 +54,11 @@ class Crawl(ReadingHost):
         *,
         replay: Path | None,
         refresh: bool,
+        kept: KeptPages | None = None,
     ) -> None:
         self.charter = charter
         self.memory = memory
+        self.kept = kept  # memory.enabled: false: pages kept as they are, no store (keep.py)
         self.progress = progress
         self.reader = reader
         self.replay = replay
@@ -82,6 +85,10 @@ class Crawl(ReadingHost):
             release=self._release,
             accepted=lambda: self.accepted,
         )
+        if kept is not None:
+            from .keep import KeepWriter
+
+            self.writer = KeepWriter.instead_of(self.writer, kept)
 
     def _release(self, event: HarvestEvent) -> None:
         self.accepted -= 1
@@ -146,7 +153,7 @@ class Crawl(ReadingHost):
     async def stop(self) -> None:
         """Flush the journal, then compact the store if this harvest wrote to it."""
         await self.journal.close()
-        if self.report.pages_stored:
+        if self.report.pages_stored and self.kept is None:
             try:
                 await asyncio.to_thread(self.memory.compact)
             except Exception as exc:  # compaction is housekeeping: never fails the harvest
@@ -330,6 +337,8 @@ class Crawl(ReadingHost):
     # -- bookkeeping ----------------------------------------------------------------------------------------------
 
     def texts_embedded(self) -> int:
+        if self.kept is not None:  # a harvest that keeps no store never loads the model
+            return 0
         embedder = getattr(self.memory, "embedder", None)
         return int(getattr(embedder, "texts_embedded", 0) or 0)
 

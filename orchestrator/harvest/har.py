@@ -80,15 +80,7 @@ def mark_incomplete(har: Path, reason: str, pages: list[str], *, lost: bool) -> 
         except (OSError, ValueError, KeyError, TypeError):
             data = None
     if data is None:
-        data = {
-            "log": {
-                "version": "1.2",
-                "creator": {"name": "brt", "version": __version__},
-                "pages": [],
-                "entries": [],
-                "comment": note,
-            }
-        }
+        data = empty_har(note)
     tmp = har.with_suffix(".har.tmp")
     tmp.write_text(json.dumps(data), encoding="utf-8")
     tmp.replace(har)
@@ -211,13 +203,27 @@ def har_document_entry(method: str, response: Any) -> dict[str, Any]:
     return entry
 
 
-def add_har_entries(har_path: Any, entries: list[dict[str, Any]]) -> None:
-    """Add ``entries`` to the HAR file (replacing recorded entries of the same URL that have no response)."""
+def empty_har(comment: str | None = None) -> dict[str, Any]:
+    """A HAR 1.2 log with no entries, written by brt (not by the browser)."""
+    log: dict[str, Any] = {"version": "1.2", "creator": {"name": "brt", "version": __version__}, "pages": [],
+                           "entries": []}
+    if comment:
+        log["comment"] = comment
+    return {"log": log}
+
+
+def add_har_entries(har_path: Any, entries: list[dict[str, Any]], *, create: bool = False) -> None:
+    """Add ``entries`` to the HAR file (replacing recorded entries of the same URL that have no response);
+    ``create``: a file that does not exist yet is started (a harvest whose browser never started records only
+    the documents brt read itself)."""
     if not entries:
         return
     path = Path(har_path)
     try:
-        har = json.loads(path.read_text(encoding="utf-8"))
+        if create and not path.exists():
+            har = empty_har()
+        else:
+            har = json.loads(path.read_text(encoding="utf-8"))
         log = har["log"]
     except (OSError, ValueError, KeyError) as exc:
         logger.warning("cannot add brt's own entries (documents, refused redirects) to %s: %s", path, exc)

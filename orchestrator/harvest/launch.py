@@ -3,9 +3,13 @@ launch flags that keep it from talking to anything but the pages brt asks for. B
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +17,14 @@ from memory_store.settings import settings
 
 from ..errors import BrowserNotFound
 
-__all__ = ["LAUNCH_ARGS", "egress_args", "existing_file", "find_browser", "find_browser_with"]
+__all__ = [
+    "LAUNCH_ARGS",
+    "egress_args",
+    "existing_file",
+    "find_browser",
+    "find_browser_with",
+    "headless_user_agent",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -109,3 +120,43 @@ def _playwright_chromium() -> str | None:
     except Exception as exc:  # the driver may fail to start (or we run inside a loop); PATH still works
         logger.debug("cannot ask Playwright for its Chromium: %s", exc)
         return None
+
+
+#: The platform part of Chromium's reduced User-Agent (the same on every machine of one operating system).
+_UA_PLATFORM = {
+    "linux": "X11; Linux x86_64",
+    "darwin": "Macintosh; Intel Mac OS X 10_15_7",
+    "win32": "Windows NT 10.0; Win64; x64",
+}
+_VERSION_RE = re.compile(r"(\d+)\.\d+\.\d+\.\d+")
+
+
+def headless_user_agent(executable: str) -> str | None:
+    """The User-Agent headless ``executable`` sends (Chromium's reduced form: major version only), from its
+    ``--version``, without launching a browser: what brt's own document fetches send before the browser has
+    started (``harvest.render: auto`` may never start it). None when the binary does not say its version."""
+    try:
+        stat = os.stat(executable)
+    except OSError:
+        return None
+    return _user_agent_of(executable, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _user_agent_of(executable: str, _mtime_ns: int, _size: int) -> str | None:
+    """``headless_user_agent`` once per binary (its path, modification time and size)."""
+    try:
+        out = subprocess.run(  # noqa: S603 - the browser brt was told to use
+            [executable, "--version"], capture_output=True, text=True, timeout=15, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        logger.debug("cannot ask %s for its version: %s", executable, exc)
+        return None
+    match = _VERSION_RE.search(out or "")
+    platform = next((v for k, v in _UA_PLATFORM.items() if sys.platform.startswith(k)), None)
+    if match is None or platform is None:
+        return None
+    return (
+        f"Mozilla/5.0 ({platform}) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/{match.group(1)}.0.0.0 "
+        "Safari/537.36"
+    )

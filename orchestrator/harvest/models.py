@@ -18,6 +18,7 @@ __all__ = [
     "Fetched",
     "HarvestEvent",
     "HarvestReport",
+    "Kept",
     "Outcome",
     "StageTimings",
     "media_type",
@@ -160,6 +161,19 @@ class StageTimings:
 
 
 @dataclass
+class Kept:
+    """What a harvest without a store (``memory.enabled: false``) kept: the snapshot of its pages (no chunk) and
+    the HAR beside it (``keep.py``)."""
+
+    snapshot: Path
+    har: Path | None
+    pages: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"snapshot": str(self.snapshot), "har": str(self.har) if self.har else None, "pages": self.pages}
+
+
+@dataclass
 class HarvestReport:
     """The result of one harvest. ``events`` are the ``harvest_event`` records, one per URL attempted."""
 
@@ -183,6 +197,11 @@ class HarvestReport:
     stopped: str | None = None  # why the run stopped early (max_attempts, max_duration_s, disk full: limits.py)
     egress: Egress | None = None  # how the browser's connections were held (None: no browser was opened)
     popups_closed: int = 0  # pages the harvest's browser opened by itself (window.open, target=_blank), closed
+    # Whether a browser was started (harvest.render: auto starts one for the first page that must be rendered);
+    # None: the reader does not say (devtools-mcp, Ray)
+    browser_started: bool | None = None
+    # memory.enabled: false: what the harvest kept instead of a store (harvest/keep.py); None: it wrote a store
+    kept: Kept | None = None
 
     def counts(self) -> dict[str, int]:
         """Events per outcome (all four outcomes present, zero included)."""
@@ -196,6 +215,11 @@ class HarvestReport:
         counts = ", ".join(f"{n} {outcome}" for outcome, n in self.counts().items())
         relaunched = f"; browser relaunched {self.browser_relaunches}x" if self.browser_relaunches else ""
         stopped = f"; stopped: {self.stopped}" if self.stopped else ""
+        if self.kept is not None:
+            return (
+                f"{counts}; memory disabled: nothing embedded, no store written; {self.kept.pages} pages' text kept "
+                f"in {self.kept.snapshot} in {self.elapsed_s:.1f}s{relaunched}{stopped}"
+            )
         return (
             f"{counts}; {self.pages_stored} pages stored, {self.chunks_total} chunks "
             f"({self.chunks_embedded} newly embedded) in {self.elapsed_s:.1f}s{relaunched}{stopped}"
@@ -223,6 +247,8 @@ class HarvestReport:
             "stopped": self.stopped,
             "egress": self.egress.as_record() if self.egress is not None else None,
             "popups_closed": self.popups_closed,
+            "browser_started": self.browser_started,
+            "kept": self.kept.to_json() if self.kept is not None else None,
             "events": list(self.events),
         }
 

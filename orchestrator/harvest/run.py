@@ -115,6 +115,9 @@ async def harvest_async(
         replay = Path(replay)
         if not replay.is_file():
             raise HarvestError(f"replay file not found: {replay}")
+    if not charter.memory.enabled:
+        _check_keep(on_ray, memory, refresh)
+        return await _harvest_kept(charter, via, replay, browser_url, progress)
     if memory is None:
         memory = open_memory(charter)
     try:
@@ -126,19 +129,64 @@ async def harvest_async(
         from ..audit.hooks import after_harvest_start
 
         await asyncio.to_thread(after_harvest_start, charter, memory)  # audit: the charter as harvested
-        reader: PageReader
         if on_ray:
             from .ray_engine import ray_session  # Ray is imported on this path only
 
             async with ray_session(charter, memory, address) as ray_reader:
                 return await _crawl(charter, memory, progress, ray_reader, replay, refresh)
-        if via == "devtools-mcp":
-            reader = DevtoolsReader()
-        else:
-            reader = PlaywrightReader(Path(memory.path), replay=replay, browser_url=browser_url)
+        reader = _reader(via, Path(memory.path), replay, browser_url)
         return await _crawl(charter, memory, progress, reader, replay, refresh)
     finally:
         lock.__exit__(None, None, None)
+
+
+def _reader(via: str, store_path: Path, replay: Path | None, browser_url: str | None) -> PageReader:
+    """The reader ``via`` names (the Playwright reader records its HAR under ``store_path``)."""
+    if via == "devtools-mcp":
+        return DevtoolsReader()
+    return PlaywrightReader(store_path, replay=replay, browser_url=browser_url)
+
+
+def _check_keep(on_ray: bool, memory: Memory | None, refresh: bool) -> None:
+    """What a harvest without a store (``memory.enabled: false``) cannot be combined with."""
+    if on_ray:
+        raise HarvestError("memory.enabled is false: a harvest that keeps no store runs locally, not on Ray")
+    if refresh:
+        raise HarvestError(
+            "memory.enabled is false: --refresh compares pages with the store, and this charter keeps none"
+        )
+    if memory is not None:
+        raise HarvestError("memory.enabled is false: this charter's harvests write no store, none can be given")
+
+
+async def _harvest_kept(
+    charter: Charter, via: str, replay: Path | None, browser_url: str | None, progress: ProgressSink | None
+) -> HarvestReport:
+    """``memory.enabled: false``: the crawl in a working folder of its own, the pages kept as extracted and
+    written, with the events and the HAR, as a snapshot without chunks (``keep.py``); nothing embedded, no store."""
+    from memory_store import Memory
+    from memory_store.settings import brt_home
+
+    from ..audit.hooks import after_harvest_start
+    from ..clean import default_snapshot_path
+    from ..config import embedding_model
+    from .keep import KeptPages, keep_workdir, remove_workdir, write_kept
+
+    work_dir = keep_workdir(brt_home())
+    try:
+        work = Memory(charter.id, basepath=work_dir, model=embedding_model(charter))  # never written: no rows
+        await asyncio.to_thread(after_harvest_start, charter, work)  # the charter as harvested, for the snapshot
+        reader = _reader(via, Path(work.path), replay, browser_url)
+        kept = KeptPages()
+        crawl = Crawl(charter, work, progress or NullProgress(), reader, replay=replay, refresh=False, kept=kept)
+        report = await crawl.run()
+        snapshot = default_snapshot_path(charter.id)
+        report.kept = await asyncio.to_thread(write_kept, charter, work, kept, snapshot)
+        report.har_path = report.kept.har
+        report.har_paths = [report.kept.har] if report.kept.har else []
+        return report
+    finally:
+        remove_workdir(work_dir)
 
 
 async def _crawl(

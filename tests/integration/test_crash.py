@@ -306,21 +306,23 @@ def test_browser_that_cannot_be_relaunched_stops_the_harvest(local_site, make_ch
 def test_browser_killed_before_the_first_tab_opens_is_relaunched(
     local_site, make_charter, brt_home, embedder, monkeypatch
 ):
-    from orchestrator.harvest.crawl import Crawl
+    from orchestrator.harvest.readers.playwright.browser import BrowserSession
 
     site = local_site("slow", pages=5, delay_s=0.1)
     before = {p.pid for p in browser_processes()}
     killed: list[int] = []
-    crawl = Crawl.breadth_first
+    start = BrowserSession.start
 
-    async def crawl_in_a_dead_browser(self):
-        # The browser dies after launch, before any tab of the harvest exists.
-        browser = next(p for p in browser_processes() if p.pid not in before)
-        assert kill_browser(browser)
-        killed.append(browser.pid)
-        return await crawl(self)
+    async def start_a_browser_that_dies(self):
+        # The browser dies after launch (on the first page to render), before any tab of the harvest exists.
+        started = await start(self)
+        if started and not killed:
+            browser = next(p for p in browser_processes() if p.pid not in before)
+            assert kill_browser(browser)
+            killed.append(browser.pid)
+        return started
 
-    monkeypatch.setattr(Crawl, "breadth_first", crawl_in_a_dead_browser)
+    monkeypatch.setattr(BrowserSession, "start", start_a_browser_that_dies)
     try:
         charter = _charter(make_charter, site, "crash_first_tab", concurrency=2)
         mem = open_memory(charter)

@@ -209,6 +209,74 @@ def test_repair_sweep_removes_orphans(brt_home, embedder):
     assert mem.count_chunks() == 1
 
 
+def _full_plan(mem: Memory):
+    """What the full reconcile (``Memory.repair``) would change in ``mem``: nothing when every write kept the
+    chunk rows in line with the pages."""
+    from memory_store._writes import _plan_rows
+
+    plan = _plan_rows(mem._store, mem.charter_id, {}, {}, set(), None)
+    return plan.new_rows, plan.updates, plan.stale
+
+
+def test_writes_that_touch_only_their_rows_keep_the_store_as_a_full_reconcile_would(brt_home, embedder):
+    """Pages sharing chunks, stored, stored again changed and removed in a random order: after every write the
+    full reconcile finds nothing to change (the rows a write reads and changes are all the rows it touches)."""
+    import random
+
+    mem = Memory("touched")
+    rng = random.Random(7)
+    paragraphs = [CLS, LCP, INP, FONTS] + [f"Paragraph {i} about harbour tides and lamp {i} in the bay." for i in
+                                           range(6)]
+    urls = [f"https://t.test/{i}" for i in range(6)]
+    for step in range(24):
+        url = rng.choice(urls)
+        if step % 5 == 4 and mem.has_page(url):
+            assert mem.delete_page(url)
+        elif step % 7 == 6:  # two pages in one write, one of them maybe stored already
+            pages = [{"url": u, "text": "\n\n".join(rng.sample(paragraphs, 3))} for u in rng.sample(urls, 2)]
+            mem.add_many(pages)
+        else:
+            mem.add(url, "\n\n".join(rng.sample(paragraphs, rng.randint(1, 3))))
+        assert _full_plan(mem) == ([], {}, []), f"step {step}"
+        assert mem.check().ok, (step, mem.check().problems)
+        held = {cid for page in mem.pages() for cid in page.chunk_ids}
+        assert held == set(chunk_rows(mem)), f"step {step}"
+
+
+def test_a_write_cut_short_is_repaired_by_the_next_write(brt_home, embedder, monkeypatch):
+    """A write that fails after its chunk rows and before its page rows (a crash, a full disk) leaves the store
+    marked; the next write, elsewhere in the store, brings every row back in line first."""
+    from memory_store import MemoryStoreError
+    from memory_store.store import LanceStore
+
+    a, b, c = "https://x.test/a", "https://x.test/b", "https://x.test/c"
+    mem = Memory("cut_short")
+    (fid,) = mem.add(a, FONTS)
+
+    def fail(self, rows):
+        raise MemoryStoreError("disk full (simulated)")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(LanceStore, "upsert_pages", fail)
+        with pytest.raises(MemoryStoreError):
+            mem.add_many([{"url": b, "text": FONTS}, {"url": "https://x.test/d", "text": LCP}])
+    rows = chunk_rows(mem)
+    assert rows[fid]["also_seen_at"] == [b] and len(rows) == 2  # the chunk rows went in, the page row did not
+    meta = json.loads((mem.path / "meta.json").read_text())
+    assert meta.get("write_pending")
+    problems = mem.check().problems
+    assert any("cut short" in p for p in problems) and any("names" in p and b in p for p in problems), problems
+
+    mem.add(c, INP)  # another page: the write first repairs what the failed one left
+    rows = chunk_rows(mem)
+    assert rows[fid]["url"] == a and rows[fid]["also_seen_at"] == []
+    held = {cid for page in mem.pages() for cid in page.chunk_ids}
+    assert held == set(rows) and len(rows) == 2
+    assert "write_pending" not in json.loads((mem.path / "meta.json").read_text())
+    assert _full_plan(mem) == ([], {}, [])
+    assert mem.check().ok, mem.check().problems
+
+
 def test_model_mismatch(brt_home, embedder):
     mem = Memory("mm")
     mem.add("https://m.test/", CLS)

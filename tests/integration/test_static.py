@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -16,6 +18,7 @@ import pytest
 from orchestrator.config import open_memory
 from orchestrator.harvest import harvest
 from tests.sites.js import GONE_TEXT, MARKERS, NEEDS_JS, STATIC
+from tests.sites.slow import browser_processes
 
 pytestmark = pytest.mark.browser
 
@@ -57,6 +60,64 @@ def test_auto_renders_exactly_the_pages_that_need_a_browser(local_site, make_cha
     # a rendered page's document was fetched once: the browser's navigation was answered from brt's fetch
     assert site.hits("/fetch.html") == site.hits("/script-text.html") == 1
     assert site.hits("/api/story.json") == site.hits("/story.js") == 1
+
+
+class _Launches:
+    """The browsers launched while it runs: the main Chromium processes under this process (Playwright launches
+    them with ``--remote-debugging-pipe``), sampled every 20 ms. What shares that command line for a moment is
+    not a browser: a launcher script's own shells, and a process the browser forked before it runs what it forks
+    for (its parent is the browser)."""
+
+    def __init__(self) -> None:
+        self.before = {p.pid for p in browser_processes()}
+        self.pids: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            for proc in browser_processes():
+                try:
+                    if proc.pid in self.before or "--remote-debugging-pipe" not in proc.cmdline():
+                        continue
+                    parent = proc.parent()
+                    forked = parent is not None and "chrom" in parent.name().lower()
+                    if Path(proc.exe()).name not in ("sh", "dash", "bash") and not forked:
+                        self.pids.add(proc.pid)
+                except Exception:  # noqa: BLE001 - gone meanwhile
+                    pass
+
+    def __enter__(self) -> _Launches:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_auto_starts_the_browser_only_for_a_page_that_must_be_rendered(local_site, make_charter, brt_home, embedder):
+    """A site whose every page reads from its served HTML is harvested without launching Chromium at all (and
+    its HAR still holds every document read); a site with pages that need a browser launches it once."""
+    site = local_site()
+    seeds = [site.url(p) for p in ("a.html", "b.html", "a-copy.html", "deep/c.html", "dated.html")]
+    charter = make_charter(seeds, charter_id="lazy_static", max_depth=1)
+    with _Launches() as launches:
+        report = harvest(charter)
+    stored = [e for e in report.events if e["outcome"] == "stored"]
+    assert len(stored) >= 4 and not any(e["rendered"] for e in report.events), report.summary()
+    assert report.browser_started is False and launches.pids == set()
+    har = json.loads(report.har_path.read_text())
+    recorded = {e["request"]["url"] for e in har["log"]["entries"]}
+    assert {e["final_url"] for e in stored} <= recorded
+
+    js = local_site("js")
+    with _Launches() as launches:
+        report = harvest(make_charter([js.url("")], charter_id="lazy_js", max_depth=2))
+    rendered = {_path(e["url"]) for e in report.events if e["rendered"]}
+    assert rendered == set(NEEDS_JS), report.summary()
+    assert report.browser_started is True and report.browser_relaunches == 0
+    assert len(launches.pids) == 1, launches.pids
 
 
 def test_never_reads_every_page_as_served_and_always_renders_every_page(local_site, make_charter, brt_home, embedder):

@@ -95,6 +95,8 @@ def test_every_bench_script_writes_its_result():
     """Each benchmark script names its result file."""
     scripts = sorted(p for p in (ROOT / "bench").glob("*.py") if not p.name.startswith("_"))
     scripts.append(ROOT / "bench" / "concept_eval" / "run.py")
-    named = re.compile(r"write_result\(\s*f?\"[a-z_{}.]+\"|emit_report\([^)]*name=\"[a-z_]+\"|emit\([^)]*\"[a-z_]+\"\)")
+    named = re.compile(
+        r"write_result\(\s*f?\"[a-z0-9_{}.]+\"|emit_report\([^)]*name=\"[a-z_]+\"|emit\([^)]*\"[a-z_]+\"\)"
+    )
     missing = [p.name for p in scripts if not named.search(p.read_text(encoding="utf-8"))]
     assert len(scripts) >= 12 and not missing, missing

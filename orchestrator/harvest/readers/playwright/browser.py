@@ -1,7 +1,9 @@
 """Launching the browser for the Playwright reader: one headless Chromium (or a running Chrome attached over CDP),
 every connection of it through brt's egress proxy (``../../net/proxy.py``), one fresh context with brt's routing
 (``routes.py``), everything read recorded as a HAR file (``../../har.py``), and relaunched in place after a
-crash."""
+crash. With ``lazy`` the browser is launched only when the first page must be rendered
+(:meth:`BrowserSession.start`): a harvest that reads every page from its served HTML (``harvest.render: auto``)
+never starts one."""
 
 from __future__ import annotations
 
@@ -51,14 +53,18 @@ class BrowserSession(RouteState):
     After a crash, :meth:`relaunch` replaces ``browser`` and ``context`` (and ``har_path``, one HAR per context)
     in place; everything else (blocked requests, guard, replay maps) carries over."""
 
-    browser: Browser
-    context: BrowserContext
+    browser: Browser | None
+    context: BrowserContext | None
     har_path: Path
     executable: str
     # Every HAR file the session's contexts recorded (one per context, oldest first), and those a crash cut short.
     har_paths: list[Path] = field(default_factory=list)
     har_incomplete: list[Path] = field(default_factory=list)
     relaunches: int = 0
+    launches: int = 0  # browsers started (launched or attached): the first start and every relaunch
+    # What brt's own document fetches send as User-Agent: the browser's (asked once it runs; before that, what
+    # its binary's version says it will send: launch.headless_user_agent).
+    user_agent: str | None = None
     # Every connection of a browser brt launched goes through this proxy (net/proxy.py); when attached, only
     # the requests of brt's context do (the browser's WebRTC and its other contexts are out of brt's reach).
     egress: EgressProxy | None = None
@@ -68,14 +74,47 @@ class BrowserSession(RouteState):
     pages_read: list[str] = field(default_factory=list)
     _launch: _Launch | None = field(default=None, repr=False)
     _closed: bool = field(default=False, repr=False)  # the current context and browser were closed already
+    _starting: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    _start_error: BaseException | None = field(default=None, repr=False)  # the first start failed: never again
 
     @property
     def attached(self) -> bool:
         """True when the browser was attached over CDP (``browser_url``): brt never relaunches it."""
         return self._launch is not None and self._launch.browser_url is not None
 
+    @property
+    def started(self) -> bool:
+        """True once a browser was started (it may have crashed since)."""
+        return self.launches > 0
+
+    async def start(self) -> bool:
+        """Start the browser unless it has started already (concurrent callers wait for one start); True when
+        this call started it. A first start that failed is not tried again: every later call raises its error
+        (``BrowserNotFound``, ``HarvestError``)."""
+        async with self._starting:
+            if self._start_error is not None:
+                raise self._start_error
+            if self.started:
+                return False
+            try:
+                await _start_session(self)
+            except (BrowserNotFound, HarvestError) as exc:
+                self._start_error = exc
+                raise
+            await self._ask_user_agent()
+            return True
+
+    async def _ask_user_agent(self) -> None:
+        """The browser's own User-Agent (asked over CDP: no page is opened) from now on."""
+        agent = await _user_agent(self.browser)
+        if agent and agent != self.user_agent:
+            if self.user_agent is not None:
+                logger.info("the browser sends User-Agent %r, not %r as its version said", agent, self.user_agent)
+            self.user_agent = agent
+
     async def new_page(self) -> Page:
         """A page of the current context that brt opens (every other page that appears there is closed)."""
+        assert self.context is not None, "start() the browser first"
         return await self.pages.new_page(self.context)
 
     def connected(self) -> bool:
@@ -120,6 +159,7 @@ async def open_browser(
     user_agent: str | None = None,
     browser_url: str | None = None,
     block_resources: Iterable[str] = (),
+    lazy: bool = False,
 ) -> AsyncIterator[BrowserSession]:
     """Launch headless Chromium with one fresh context (no stored state, no downloads, no service workers)
     whose every request must be http(s) on ``allowed_domains``; every connection the browser process makes
@@ -138,7 +178,10 @@ async def open_browser(
     running.
 
     ``block_resources`` (text mode): subresources of these types on allowed hosts are aborted before they are
-    requested and counted in ``session.aborted``."""
+    requested and counted in ``session.aborted``.
+
+    ``lazy``: a browser to launch is launched by the first ``session.start()`` (the proxy, the guard and brt's
+    document fetcher are ready before); one to attach to (``browser_url``) is attached at once."""
     from playwright.async_api import async_playwright
 
     if replay is not None and not Path(replay).is_file():
@@ -196,7 +239,12 @@ async def open_browser(
             session.replay_urls = har_urls(Path(replay))
             session.replay_errors = har_error_urls(Path(replay))
         try:
-            await _start_session(session)
+            if browser_url is not None:
+                session.user_agent = user_agent
+            else:
+                session.user_agent = user_agent or await asyncio.to_thread(launch.headless_user_agent, executable)
+            if not lazy or browser_url is not None:
+                await session.start()
             try:
                 yield session
             finally:
@@ -224,6 +272,7 @@ async def _start_session(session: BrowserSession) -> None:
         except PlaywrightError as exc:
             raise BrowserNotFound(f"cannot launch the browser at {session.executable}: {first_line(exc)}") from exc
     session.browser = browser
+    session.launches += 1
     session.pages_read = []
     try:
         context = await browser.new_context(**launch.context_options, record_har_path=str(session.har_path))
@@ -252,6 +301,13 @@ async def _close_session(session: BrowserSession, reason: str) -> None:
     if session._closed:  # noqa: SLF001 - a relaunch that failed closed it already
         return
     session._closed = True  # noqa: SLF001
+    if not session.started:  # no browser ever ran: the HAR holds the documents brt read itself
+        if session.har_extra:
+            add_har_entries(session.har_path, list(session.har_extra), create=True)
+            session.har_extra.clear()
+            if session.har_path.is_file():
+                session.har_paths.append(session.har_path)
+        return
     crashed = not session.connected()
     har = session.har_path
     if session.context is not None:
@@ -314,3 +370,20 @@ def _attach_failure(exc: BaseException) -> str:
     if "Timeout" in text or type(exc).__name__ == "TimeoutError":
         return "no answer within 30 s"
     return "the endpoint did not answer as a DevTools server does (its reply is not shown)"
+
+
+async def _user_agent(browser: Any) -> str | None:
+    """The User-Agent the browser sends (asked over CDP: no page is opened), None when it does not say."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        cdp = await browser.new_browser_cdp_session()
+        try:
+            info = await asyncio.wait_for(cdp.send("Browser.getVersion"), timeout=5)
+        finally:
+            await cdp.detach()
+    except (PlaywrightError, asyncio.TimeoutError) as exc:
+        logger.debug("cannot ask the browser for its User-Agent: %s", exc)
+        return None
+    agent = info.get("userAgent") if isinstance(info, dict) else None
+    return agent if isinstance(agent, str) and agent else None

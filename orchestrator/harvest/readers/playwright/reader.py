@@ -2,7 +2,11 @@
 the allowlist and SSRF guard, documents fetched by brt itself, everything recorded as HAR (or served from a
 replay HAR). A page is read from its serialised DOM, within its deadline, and cited under the URL it was served
 from (``bounds.py``). A crashed browser is relaunched (``crash.py``) and the pages in flight tried once more; with
-``--refresh`` a stored page whose inputs are unchanged is not rendered again (``revalidate.py``)."""
+``--refresh`` a stored page whose inputs are unchanged is not rendered again (``revalidate.py``).
+
+The browser and a visit's tab start only when a page must be rendered (``_Tab``): a page read from its served
+HTML (``static.py``) needs neither, so a harvest under ``render: auto`` whose pages are all static never launches
+Chromium."""
 
 from __future__ import annotations
 
@@ -19,7 +23,9 @@ from urllib.parse import urlsplit
 from memory_store.clock import now
 
 from ....errors import (
+    BrowserNotFound,
     DownloadStarted,
+    HarvestError,
     NavigationAborted,
     NavigationRefused,
     browser_error,
@@ -69,6 +75,55 @@ class _Loaded:
     content_type: str | None = None
 
 
+class _NoTab(Exception):
+    """No tab could be opened (the browser is gone): ``error`` is Playwright's (or a timeout)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Tab:
+    """The tab of one run of a visit's attempts, opened when a page must be rendered (the browser launched first
+    when it has not started): ``page`` (the slot's tab, or None), the crash listener and the main frame's
+    ``DocumentWatch`` on it, and the pages used (``used``)."""
+
+    def __init__(self, reader: PlaywrightReader, page: Page | None, used: list[Page]) -> None:
+        self.reader = reader
+        self.page = page
+        self.used = used
+        self.docs: DocumentWatch | None = None
+        self.crashed = False
+
+    async def open(self) -> tuple[Page, DocumentWatch]:
+        """The tab and its document watch (the same for every retry of the run); ``_NoTab`` when the browser is
+        gone, ``BrowserNotFound``/``HarvestError`` when it cannot be started."""
+        from playwright.async_api import Error as PlaywrightError
+
+        if self.docs is None:
+            await self.reader.start_browser()
+            try:
+                page = await self.reader._usable_page(self.page)
+            except (PlaywrightError, asyncio.TimeoutError) as exc:
+                raise _NoTab(exc) from exc
+            self.page = page
+            self.used.append(page)
+            page.on("crash", self._on_crash)
+            self.docs = DocumentWatch(page).__enter__()
+        assert self.page is not None
+        return self.page, self.docs
+
+    def _on_crash(self, _page: Page) -> None:
+        self.crashed = True
+
+    def close(self) -> None:
+        """Remove what ``open`` attached to the tab."""
+        if self.docs is not None and self.page is not None:
+            self.page.remove_listener("crash", self._on_crash)
+            self.docs.__exit__(None, None, None)
+            self.docs = None
+
+
 #: After the load event, how long a page may take to reach network idle (within its timeout).
 IDLE_WAIT_S = 2.0
 #: A renderer crash aborts the navigation before it reports: how long to wait for the crash event.
@@ -92,7 +147,7 @@ class PlaywrightReader:
         self.watch: BrowserWatch | None = None  # browser crashes and relaunches (crash.py)
         self.revalidator: Revalidator | None = None
         self.blocked_urls: list[str] | None = None
-        self.user_agent: str | None = None  # the browser's, sent with the documents read without it
+        self.start_failure: BaseException | None = None  # the browser could not be started: the harvest stops
 
     def prepare(self, report: HarvestReport) -> None:
         self.har_path = har_path_for(self.store_path)
@@ -110,13 +165,13 @@ class PlaywrightReader:
             replay=self.replay,
             browser_url=self.browser_url,
             block_resources=settings.block_resources,
+            lazy=True,
         ) as session:
             self.session = session
             session.default_timeout_s = float(settings.timeout_s)
             if session.fetcher is not None:
                 session.fetcher.max_bytes = host.max_page_bytes
             self.watch = BrowserWatch(session)
-            self.user_agent = await _user_agent(session.browser)
             self.revalidator = Revalidator(
                 host.charter,
                 settings.javascript,
@@ -132,7 +187,15 @@ class PlaywrightReader:
 
     @property
     def fatal(self) -> BaseException | None:
+        if self.start_failure is not None:
+            return self.start_failure
         return self.watch.fatal if self.watch is not None else None
+
+    async def start_browser(self) -> None:
+        """Start the session's browser unless it runs already (the crash watch then follows it)."""
+        assert self.session is not None and self.watch is not None
+        if await self.session.start():
+            self.watch.started()
 
     def finish_report(self, report: HarvestReport) -> None:
         if self.blocked_urls is not None:
@@ -145,6 +208,9 @@ class PlaywrightReader:
             report.har_incomplete = list(self.session.har_incomplete)
             report.egress = egress_record(self.session)
             report.popups_closed = self.session.pages.closed
+            report.browser_started = self.session.started
+            if not self.session.har_paths:  # no browser, and no document read without it: nothing recorded
+                report.har_path = None
 
     async def visit(self, event: HarvestEvent, slot: Any) -> tuple[list[str], bool, Any]:
         """Read ``event.url`` in a tab (``slot``: the tab, or None before it opened)."""
@@ -159,6 +225,10 @@ class PlaywrightReader:
             event.egress = NOT_ENFORCED
         try:
             links, queued, page = await self._attempts(page, event, used)
+        except (BrowserNotFound, HarvestError) as exc:  # the browser cannot be started: the harvest stops
+            if self.start_failure is None:
+                self.start_failure = exc
+            self.host.finish(event, "failed", f"the browser could not be started: {first_line(exc)}")
         except Exception as exc:  # one page never stops the harvest
             logger.exception("unexpected error harvesting %s", event.url)
             self.host.finish(event, "failed", f"internal error: {type(exc).__name__}: {exc}")
@@ -219,43 +289,35 @@ class PlaywrightReader:
     async def _attempt_in(
         self, page: Page | None, event: HarvestEvent, used: list[Page]
     ) -> tuple[list[str], bool, Page | None, Exception | None, bool]:
-        """One run of the host's attempts in ``page`` (or a page of the current browser when it is gone). Returns
-        (links, queued, page, the Playwright error that escaped, whether the page's renderer crashed)."""
+        """One run of the host's attempts, in ``page`` (or a page of the current browser when it is gone) once a
+        page must be rendered. Returns (links, queued, page, the Playwright error that escaped, whether the
+        page's renderer crashed)."""
         from playwright.async_api import Error as PlaywrightError
 
-        crashed: list[bool] = []
-        links: list[str] = []
-        queued = False
+        tab = _Tab(self, page, used)
         try:
-            page = await self._usable_page(page)
-        except (PlaywrightError, asyncio.TimeoutError) as exc:  # the browser is gone
-            return [], False, page, exc, False
-        used.append(page)
-
-        def on_crash(_page: Page) -> None:
-            crashed.append(True)
-
-        page.on("crash", on_crash)
-        try:
-            with DocumentWatch(page) as docs:
-                links, queued = await self._with_retries(page, event, docs)
-            if not queued and not crashed and error_kind(event.reason) is NavigationAborted:
-                await asyncio.sleep(CRASH_EVENT_WAIT_S)  # a renderer crash aborts the navigation before it reports
-        except PlaywrightError as exc:  # the browser went away under a call outside _visit_with's own care
-            return [], False, page, exc, bool(crashed)
+            links, queued = await self._with_retries(tab, event)
+            if not queued and tab.page is not None and not tab.crashed:
+                if error_kind(event.reason) is NavigationAborted:
+                    await asyncio.sleep(CRASH_EVENT_WAIT_S)  # a renderer crash aborts the navigation first
+        except _NoTab as exc:  # the browser is gone
+            return [], False, tab.page, exc.error, False
+        except PlaywrightError as exc:  # the browser went away under a call outside _read_page's own care
+            return [], False, tab.page, exc, tab.crashed
         finally:
-            page.remove_listener("crash", on_crash)
-        return links, queued, page, None, bool(crashed)
+            tab.close()
+        return links, queued, tab.page, None, tab.crashed
 
-    async def _with_retries(self, page: Page, event: HarvestEvent, docs: DocumentWatch) -> tuple[list[str], bool]:
-        """``_visit_with`` under the host's politeness and retries (robots.txt fetched first, the tab blanked
+    async def _with_retries(self, tab: _Tab, event: HarvestEvent) -> tuple[list[str], bool]:
+        """``_read_page`` under the host's politeness and retries (robots.txt fetched first, the tab blanked
         between tries)."""
 
         async def read() -> tuple[list[str], bool]:
-            docs.responses.clear()
-            return await self._visit_with(page, event, docs)
+            if tab.docs is not None:
+                tab.docs.responses.clear()
+            return await self._read_page(tab, event)
 
-        return await self.host.attempts(event, read, robots=self._robots_fetch(page), between=lambda: _blank(page))
+        return await self.host.attempts(event, read, robots=self._robots_fetch(), between=lambda: _blank(tab.page))
 
     async def _usable_page(self, page: Page | None) -> Page:
         """``page``, or a new page of the current browser context when there is none yet, or ``page`` is closed
@@ -280,23 +342,28 @@ class PlaywrightReader:
             logger.info("cannot open a new page: %s", first_line(exc) if str(exc) else type(exc).__name__)
             return page
 
-    async def _visit_with(self, page: Page, event: HarvestEvent, docs: DocumentWatch) -> tuple[list[str], bool]:
-        """Fetch and extract; returns (allowed links, whether the page went to the writer)."""
-        with DependencyWatch(page, replay=self.replay is not None, allowed=self.host.charter.allows) as watch:
-            return await self._read_page(page, event, docs, watch)
-
-    async def _read_page(
-        self, page: Page, event: HarvestEvent, docs: DocumentWatch, watch: Any
-    ) -> tuple[list[str], bool]:
+    async def _read_page(self, tab: _Tab, event: HarvestEvent) -> tuple[list[str], bool]:
+        """One try: what settles a URL before any navigation, the page read from its served HTML
+        (``harvest.render``), else rendered in the tab. Returns (allowed links, whether the page went to the
+        writer)."""
         host = self.host
         t0 = time.monotonic()
         deadline = t0 + float(host.settings.timeout_s)
-        early = await self._before_navigation(page, event, deadline, t0)
+        early = await self._before_navigation(event, deadline, t0)
         if early is not None:
             return early
         static = await read_static(host, event, self._static_source(), deadline, t0)  # harvest.render
         if static is not None:
             return static
+        page, docs = await tab.open()
+        with DependencyWatch(page, replay=self.replay is not None, allowed=host.charter.allows) as watch:
+            return await self._render(page, event, docs, watch, deadline, t0)
+
+    async def _render(
+        self, page: Page, event: HarvestEvent, docs: DocumentWatch, watch: Any, deadline: float, t0: float
+    ) -> tuple[list[str], bool]:
+        """The page rendered in ``page``: navigation, settling, then its DOM read and handed over."""
+        host = self.host
         loaded = await self._navigate(page, event, docs, deadline, t0)
         if not isinstance(loaded, _Loaded):
             return loaded  # settled: the navigation failed (or a PDF was read instead)
@@ -348,12 +415,12 @@ class PlaywrightReader:
             fetcher=session.fetcher,
             replay_index=self.host.replay_index if self.replay is not None else None,
             har_entries=session.har_extra,
-            user_agent=self.user_agent,
+            user_agent=session.user_agent,
             guard=session.guard,
         )
 
     async def _before_navigation(
-        self, page: Page, event: HarvestEvent, deadline: float, t0: float
+        self, event: HarvestEvent, deadline: float, t0: float
     ) -> tuple[list[str], bool] | None:
         """What settles a URL before any navigation: already stored (a resume continues from its links),
         robots.txt, or unchanged since the last harvest (``--refresh``). None: navigate."""
@@ -361,7 +428,7 @@ class PlaywrightReader:
         known = await host.skip_stored(event)
         if known is not None:
             return known, False
-        if host.settings.obey_robots and not await host.robots.allowed(event.url, self._robots_fetch(page, deadline)):
+        if host.settings.obey_robots and not await host.robots.allowed(event.url, self._robots_fetch(deadline)):
             event.timings.fetch_s = time.monotonic() - t0
             host.finish(event, "blocked", "blocked by robots.txt")
             return [], False
@@ -570,7 +637,7 @@ class PlaywrightReader:
         else:
             self.host.finish(event, "failed", first)
 
-    def _robots_fetch(self, page: Page, deadline: float | None = None) -> Callable[[str], Awaitable[str | None]]:
+    def _robots_fetch(self, deadline: float | None = None) -> Callable[[str], Awaitable[str | None]]:
         """How this reader fetches ``<origin>/robots.txt``: by brt's document fetcher (checked and pinned, as
         every document: ``net/robots_fetch.py``; never in a replay), within ``deadline`` (None: the page's
         timeout from the moment it is asked)."""
@@ -585,23 +652,6 @@ class PlaywrightReader:
             return await fetch_robots(fetcher, origin, until)
 
         return fetch
-
-
-async def _user_agent(browser: Any) -> str | None:
-    """The User-Agent the browser sends (asked over CDP: no page is opened), None when it does not say."""
-    from playwright.async_api import Error as PlaywrightError
-
-    try:
-        cdp = await browser.new_browser_cdp_session()
-        try:
-            info = await asyncio.wait_for(cdp.send("Browser.getVersion"), timeout=5)
-        finally:
-            await cdp.detach()
-    except (PlaywrightError, asyncio.TimeoutError) as exc:
-        logger.debug("cannot ask the browser for its User-Agent: %s", exc)
-        return None
-    agent = info.get("userAgent") if isinstance(info, dict) else None
-    return agent if isinstance(agent, str) and agent else None
 
 
 async def _blank(page: Any) -> None:
