@@ -183,6 +183,7 @@ class HarvestReport:
     stopped: str | None = None  # why the run stopped early (max_attempts, max_duration_s, disk full: limits.py)
     egress: Egress | None = None  # how the browser's connections were held (None: no browser was opened)
     popups_closed: int = 0  # pages the harvest's browser opened by itself (window.open, target=_blank), closed
+    nothing_stored: bool = False  # the run left the charter with no stored page: its empty store was removed
 
     def counts(self) -> dict[str, int]:
         """Events per outcome (all four outcomes present, zero included)."""
@@ -223,6 +224,7 @@ class HarvestReport:
             "stopped": self.stopped,
             "egress": self.egress.as_record() if self.egress is not None else None,
             "popups_closed": self.popups_closed,
+            "nothing_stored": self.nothing_stored,
             "events": list(self.events),
         }
 
