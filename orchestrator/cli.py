@@ -33,6 +33,7 @@ ADVICE = {
     "restore_charter": "choose another path with --charter",
     "init_exists": "choose another path with --out, or pass --force to replace it",
     "synthesize_first": "run brt synthesize on the charter first",
+    "harvest_first": "run brt harvest on the charter first",
 }
 
 

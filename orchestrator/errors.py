@@ -79,8 +79,10 @@ __all__ = [
 #:   restore_charter    the restored charter's file exists with other content
 #:   init_exists        a starter charter's file exists
 #:   synthesize_first   a report asked for before any synthesis
+#:   harvest_first      a report asked for of a charter with no store
 ADVICE = frozenset(
-    {"doc_anywhere", "restore_id", "restore_force", "restore_charter", "init_exists", "synthesize_first"}
+    {"doc_anywhere", "restore_id", "restore_force", "restore_charter", "init_exists", "synthesize_first",
+     "harvest_first"}
 )
 
 

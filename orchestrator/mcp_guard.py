@@ -72,9 +72,12 @@ ADVICE = {
     "$BRT_HOME/charters/<charter_id>.yaml)",
     "init_exists": "pass overwrite true to replace it, or give another charter_id",
     "synthesize_first": "call the synthesize tool for that charter first",
+    "harvest_first": "call the harvest tool (or add_page) for that charter first",
 }
 #: Advice whose error's whole message is brt's own: the agent's input and brt's state, no page text.
-_OWN_ADVICE = frozenset({"doc_anywhere", "restore_id", "restore_charter", "init_exists", "synthesize_first"})
+_OWN_ADVICE = frozenset(
+    {"doc_anywhere", "restore_id", "restore_charter", "init_exists", "synthesize_first", "harvest_first"}
+)
 
 
 class OwnToolError(ToolError):

@@ -145,10 +145,13 @@ def _goal(text: str, fmt: str) -> str | None:
 
 def _from_store(path: Path) -> AuditBundle:
     from ..charter import load_charter
-    from ..config import open_memory
+    from ..config import open_memory, store_exists
     from .trail import stored_synthesis
 
     charter = load_charter(path)
+    if not store_exists(charter):
+        raise ReportError(f"charter {charter.id!r} ({path}) has no store (never harvested, or cleaned)",
+                          advice="harvest_first")
     mem = open_memory(charter, create=False)
     syn = stored_synthesis(mem)
     if syn is None:
