@@ -29,9 +29,9 @@ SECTIONS = ("LCP threshold", "CLS mitigation")
 _BLOCK = re.compile(re.escape(BEGIN) + r"\n(.*?)\n" + re.escape(END), re.DOTALL)
 
 
-def abridge(output: str, home: str | os.PathLike[str] | None = None) -> str:
+def abridge(output: str) -> str:
     """The sample made of a demo's stdout: the harvest line, the report's header, :data:`SECTIONS`, the acceptance
-    criteria and the snapshot line (``home``, the run's BRT_HOME, shown as ``~/.brt``)."""
+    criteria and the snapshot line (its folder shown as the default ``~/.brt/snapshots/``)."""
     lines = output.splitlines()
     keep = [next(ln for ln in lines if ln.startswith("brt demo: harvest:")), ""]
     keep += [next(ln for ln in lines if ln.startswith("Charter `")), ""]
@@ -42,9 +42,7 @@ def abridge(output: str, home: str | os.PathLike[str] | None = None) -> str:
         if keep[-1] != "":
             keep.append("")
     snapshot = next(ln for ln in lines if ln.startswith("brt demo: snapshot written to "))
-    if home is not None:
-        snapshot = snapshot.replace(str(Path(home)), "~/.brt")
-    keep.append(snapshot)
+    keep.append(re.sub(r"(written to )\S*?snapshots/", r"\1~/.brt/snapshots/", snapshot))
     return "```text\n" + "\n".join(keep) + "\n```"
 
 
@@ -63,8 +61,8 @@ def sample_of(page: Path) -> str:
     return found.group(1)
 
 
-def run_demo() -> tuple[str, str]:
-    """(stdout, BRT_HOME) of `brt demo` run from this checkout in a temporary folder with a temporary BRT_HOME."""
+def run_demo() -> str:
+    """The stdout of `brt demo` run from this checkout in a temporary folder with a temporary BRT_HOME."""
     work = tempfile.mkdtemp(prefix="brt-demo-sample-")
     home = os.path.join(work, "home")
     env = dict(os.environ, BRT_HOME=home, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
@@ -73,15 +71,14 @@ def run_demo() -> tuple[str, str]:
                           capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise SystemExit(f"brt demo failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return done.stdout, home
+    return done.stdout
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="compare the pages with a demo run instead of writing")
     args = ap.parse_args(argv)
-    output, home = run_demo()
-    sample = abridge(output, home)
+    sample = abridge(run_demo())
     stale = []
     for page in PAGES:
         if normalise(sample_of(page)) == normalise(sample):

@@ -20,8 +20,10 @@ A page never conflicts with itself; a chunk seen on several pages counts once, f
 A section's blocks are not all the pages that state a value: the most similar chunk wins the block, and a page
 that says the same thing with another figure (an older or a newer page) may not be among them. ``others`` are
 statements of pages the section does not cite, found in the store for the quantities its blocks state
-(``counter.py``): a conflict may have one of them as a side (``n`` 0, its ``chunk_id`` and sentence), never both;
-they take no part in agreements. Each conflict lists its sides newest first (by the page's last-updated date;
+(``counter.py``): a conflict may have one of them as a side (``n`` 0, its ``chunk_id`` and quote), never both,
+and only when the names of its whole quote are compatible with the block's (a quote that names "Interaction to
+Next Paint" is not about a block's "Largest Contentful Paint", whatever sentence of it states the figure); they
+take no part in agreements. Each conflict lists its sides newest first (by the page's last-updated date;
 an undated side last), so the report shows the newer value first.
 """
 
@@ -31,7 +33,15 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from .quantities import Quantity, context_similarity, names_compatible, quantities, same_value
+from .quantities import (
+    Quantity,
+    context_similarity,
+    names_compatible,
+    names_overlap,
+    quantities,
+    same_value,
+    text_names,
+)
 
 __all__ = [
     "AGREE_CONTEXT", "SAME_CONTEXT", "Agreement", "Claim", "Conflict", "SectionBlocks", "find_conflicts", "page_key",
@@ -134,6 +144,7 @@ def _section(section: SectionBlocks) -> tuple[list[Conflict], list[Agreement]]:
     cited = len(section.blocks)
     blocks = [*section.blocks, *section.others]  # the others: after every block, never a pair of their own
     mentions = [quantities(str(b.get("quote") or "")) for b in blocks]
+    named = [text_names(str(b.get("quote") or "")) for b in blocks]  # what each whole quote names
     pages = [page_key(str(b.get("url") or "")) for b in blocks]
     conflicts: list[Conflict] = []
     seen: set[tuple[frozenset[str], frozenset[str], str]] = set()  # one conflict per page pair and values
@@ -151,6 +162,8 @@ def _section(section: SectionBlocks) -> tuple[list[Conflict], list[Agreement]]:
             if pages[i] == pages[j]:
                 continue
             other = j >= cited
+            if other and not names_overlap(named[i], named[j]):
+                continue  # a page no block cites that names another subject in its quote is about something else
             for ia, qa in enumerate(mentions[i]):
                 scored = [(same_quantity(qa, qb), ib, qb) for ib, qb in enumerate(mentions[j])]
                 agreeing = [m for m in scored if m[0] >= AGREE_CONTEXT and same_value(qa, m[2])]

@@ -63,9 +63,10 @@ def _block_entries(block: Any) -> list[dict[str, Any]]:
     return entries
 
 
-def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory) -> None:
+def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory, cache: Any = None) -> None:
     """Judge the charter's acceptance criteria and find conflicts between sources (the blocks, and the other
-    pages of the store that state their quantities: ``counter.py``); sets ``result.acceptance``,
+    pages of the store that answer a section with a quantity its blocks state: ``counter.py``; ``cache``: the
+    synthesis's ``SynthesisCache``, whose sentence vectors it reuses); sets ``result.acceptance``,
     ``result.conflicts`` and ``result.agreements``."""
     from .acceptance import judge_acceptance
     from .conflicts import SectionBlocks, find_conflicts, page_key
@@ -76,8 +77,11 @@ def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory) -
         list(charter.acceptance), sections, memory.embedder, min_score=result.min_score
     )
     result.conflicts, result.agreements = find_conflicts(
-        [SectionBlocks(s["title"], s["label"], s["blocks"], other_statements(memory, s["blocks"], page_key))
-         for s in sections]
+        [
+            SectionBlocks(s["title"], s["label"], s["blocks"], other_statements(
+                memory, spec, s["blocks"], threshold=result.min_score, page_key=page_key, cache=cache))
+            for spec, s in zip(charter.outputs.sections, sections, strict=True)
+        ]
     )
 
 

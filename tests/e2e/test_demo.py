@@ -81,8 +81,8 @@ def test_the_docs_show_what_the_demo_prints(demo_run):
     sys.path.insert(0, str(ROOT / "scripts"))
     import demo_sample
 
-    output, _, home = demo_run
-    made = demo_sample.normalise(demo_sample.abridge(output, home))
+    output, _, _ = demo_run
+    made = demo_sample.normalise(demo_sample.abridge(output))
     for page in demo_sample.PAGES:
         assert demo_sample.normalise(demo_sample.sample_of(page)) == made, (
             f"{page.name}'s demo sample is stale: run python scripts/demo_sample.py")

@@ -277,7 +277,7 @@ def test_pages_that_disagree_are_shown_with_their_dates_newest_first(local_site,
     md = (charter.parent / "out" / "bikes.md").read_text(encoding="utf-8")
     line = next(ln for ln in md.splitlines() if ln.startswith("[Fleet Conflict]"))
     assert line.index("700 bikes (last updated: 2025-03-10)") < line.index("650 bikes (last updated: 2024-04-02)")
-    sides = md.split(line, 1)[1].splitlines()[:2]
+    sides = md.split(line + "\n", 1)[1].splitlines()[:2]  # each side's line, newest first
     assert "fleet-2025.html (last updated: 2025-03-10)" in sides[0] and "2024-04-02" in sides[1], sides
     hours = next(s for s in doc["sections"] if s["title"] == "Hours")
     undated = [b for b in hours["blocks"] if b["url"] == site.url("dated.html")]

@@ -130,6 +130,15 @@ def test_a_page_no_block_cites_can_conflict_and_the_newest_side_comes_first() ->
     undated, _ = find_conflicts([SectionBlocks("Fleet", "Fleet", [dict(block, last_updated=None)], [other])])
     assert undated[0].a.n == 0 and undated[0].b.last_updated is None
     assert find_conflicts([SectionBlocks("Fleet", "Fleet", [], [other, same])]) == ([], [])
+    # a page no block cites whose quote names another subject is about something else, whatever its sentences say
+    lcp = {"n": 1, "quote": "What counts as good A Largest Contentful Paint of 2.5 seconds or less is good. Between "
+           "2.5 and 4 seconds it needs improvement.", "url": "https://a.test/lcp", "last_updated": "2025-01-01"}
+    inp = {"n": 0, "quote": "What counts as good An Interaction to Next Paint of 200 milliseconds or less is good. "
+           "Between 200 and 500 milliseconds it needs improvement.", "url": "https://a.test/inp",
+           "last_updated": "2024-01-01", "chunk_id": "sha256:" + "c" * 64}
+    assert find_conflicts([SectionBlocks("LCP", "LCP", [lcp], [inp])])[0] == []
+    as_block = find_conflicts([SectionBlocks("LCP", "LCP", [lcp, dict(inp, n=2)])])[0]
+    assert as_block  # between two blocks the section chose, the sentences' own names decide, as before
 
 
 def test_quote_in_chunk_follows_the_evidence_contract() -> None:
