@@ -36,9 +36,12 @@ def _build_wheel(tmp_path: Path) -> Path:
     for package in PACKAGES:
         shutil.copytree(ROOT / package, src / package, ignore=ignore)
     dist = tmp_path / "dist"
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w",
-         str(dist), str(src)], capture_output=True, text=True, timeout=600)
+    import importlib.util
+
+    # with setuptools here, build offline with it; else pip fetches the build backend pyproject.toml names
+    offline = ["--no-build-isolation", "--no-index"] if importlib.util.find_spec("setuptools") else []
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", *offline, "-q", "-w", str(dist), str(src)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     wheels = list(dist.glob("brt-*.whl"))
     assert len(wheels) == 1, wheels
@@ -61,7 +64,10 @@ def _venv_with(wheel: Path, venv: Path) -> Path:
 
 _REQUIREMENTS_MET = """
 import importlib.metadata as md, json
-from packaging.requirements import Requirement
+try:
+    from packaging.requirements import Requirement
+except ImportError:  # pip's own copy
+    from pip._vendor.packaging.requirements import Requirement
 missing = []
 for line in md.requires("brt") or []:
     req = Requirement(line)
