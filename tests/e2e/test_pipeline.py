@@ -75,6 +75,13 @@ def test_harvest_search_synthesize_clean(local_site, make_charter, brt_home, emb
     top = doc["hits"][0]
     assert set(top) >= {"id", "url", "last_updated", "score", "snippet", "text"}
     assert "1953" in top["text"] and top["id"].startswith("sha256:")
+    # the hits read the way their scores do: best first by the printed score (MMR chose them, not their order)
+    for query in ("lamp converted to electricity", "tides", "harbour"):
+        scores = [h["score"] for h in json.loads(run("search", charter, query, "-k", "8", "--json").stdout)["hits"]]
+        assert scores == sorted(scores, reverse=True), (query, scores)
+        text = run("search", charter, query, "-k", "8").stdout
+        printed = [float(m) for m in re.findall(r"^\d+\. (-?\d+\.\d{3}) ", text, re.MULTILINE)]
+        assert printed == sorted(printed, reverse=True) and len(printed) == len(scores), (query, printed)
 
     r = run("synthesize", charter)
     assert r.exit_code == 0, r.output
