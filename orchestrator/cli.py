@@ -1,7 +1,8 @@
 """The `brt` command: thin wrappers over the library functions of the same names.
 
 Exit codes: 0 success; 1 the work could not be done (no store, browser missing, store busy, ...);
-2 bad input (an invalid charter, bad arguments)."""
+2 bad input (an invalid charter, bad arguments); 3 a harvest left the charter with no stored page; 130
+interrupted. Each command's help lists its own (``_exits``), and so does the CLI reference."""
 
 from __future__ import annotations
 
@@ -21,6 +22,29 @@ log = logging.getLogger(__name__)
 
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
+EXIT_NOTHING_STORED = 3
+EXIT_INTERRUPTED = 130
+
+#: How the CLI words each way out an error names (``errors.ADVICE``): its own flags and commands.
+ADVICE = {
+    "doc_anywhere": "or pass --allow-doc-anywhere (to brt synthesize and brt charter validate) if you mean it",
+    "restore_id": "restore under another id (--id NEW_ID), or remove that store first (brt clean CHARTER)",
+    "restore_force": "pass --force to restore it anyway",
+    "restore_charter": "choose another path with --charter",
+    "init_exists": "choose another path with --out, or pass --force to replace it",
+    "synthesize_first": "run brt synthesize on the charter first",
+    "harvest_first": "run brt harvest on the charter first",
+}
+
+
+def _exits(codes: dict[int, str]) -> str:
+    """A command's exit codes as the last paragraph of its help (click keeps ``\b`` paragraphs as written)."""
+    width = max(len(str(c)) for c in codes)
+    return "\b\nExit codes:\n" + "\n".join(f"  {str(c).rjust(width)}  {what}" for c, what in codes.items())
+
+
+_NO_STORE = "the charter has no store, or it cannot be read"
+_BAD_INPUT = "bad input: an invalid charter or option"
 
 
 def _err(message: str) -> None:
@@ -44,24 +68,36 @@ def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from memory_store.errors import MemoryStoreError, StoreNotFound
 
-        from .errors import BrtError, CharterError
+        from .errors import BrtError, CharterError, NothingStored
 
         try:
             return fn(*args, **kwargs)
         except CharterError as exc:
-            _err(f"brt: {exc}")
+            _err(f"brt: {error_text(exc)}")
             sys.exit(EXIT_BAD_INPUT)
         except StoreNotFound as exc:
             _err(f"brt: {exc}")
             sys.exit(EXIT_FAILURE)
-        except (BrtError, MemoryStoreError) as exc:
+        except NothingStored as exc:
             _err(f"brt: {exc}")
+            sys.exit(EXIT_NOTHING_STORED)
+        except (BrtError, MemoryStoreError) as exc:
+            _err(f"brt: {error_text(exc)}")
             sys.exit(EXIT_FAILURE)
         except KeyboardInterrupt:
             _err("brt: interrupted")
-            sys.exit(130)
+            sys.exit(EXIT_INTERRUPTED)
 
     return wrapper
+
+
+def error_text(exc: BaseException) -> str:
+    """An error's message with its way out (``advice``) in the CLI's words."""
+    advice = ADVICE.get(getattr(exc, "advice", None) or "")
+    text = str(exc)
+    if not advice:
+        return text
+    return f"{text}\n  {advice}" if "\n" in text else f"{text}; {advice}"
 
 
 def _print_json(doc: Any) -> None:
@@ -118,7 +154,12 @@ def cli(verbose: int, quiet: bool) -> None:
     _configure_output(verbose, quiet)
 
 
-@cli.command()
+@cli.command(epilog=_exits({
+    0: "pages stored (or the store already held them)",
+    1: "the harvest could not run: no browser, store busy, disk full, ...",
+    2: _BAD_INPUT,
+    3: "no page stored (every URL failed, was blocked or skipped): no store kept",
+}))
 @click.argument("charter", type=click.Path(dir_okay=False))
 @click.option(
     "--replay", type=click.Path(exists=True, dir_okay=False), help="Serve every request from this HAR."
@@ -162,6 +203,7 @@ def harvest(
     c = service.load(charter)
     if browser_url:
         _err(ATTACH_WARNING)
+    _doc_note(c)
     progress = _progress()
     try:
         report = run_harvest(
@@ -177,6 +219,7 @@ def harvest(
         progress.close()
     if as_json:
         _print_json(service.harvest_json(report))
+        _exit_if_nothing_stored(report)
         return
     counts = report.counts()
     summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) or "nothing attempted"
@@ -195,9 +238,27 @@ def harvest(
         if e.get("outcome") != "stored":
             click.echo(f"  {e.get('outcome')}: {e.get('url')} ({e.get('reason')})")
     click.echo(format_summary(report.summary_table or summarize(report.events, report.elapsed_s)))
+    _exit_if_nothing_stored(report)
 
 
-@cli.command()
+def _exit_if_nothing_stored(report: Any) -> None:
+    if report.nothing_stored:
+        _err(f"brt: {report.charter_id}: no page was stored, so no store is kept (the reasons are above)")
+        sys.exit(EXIT_NOTHING_STORED)
+
+
+def _doc_note(charter: Any) -> None:
+    """A note when synthesize would refuse the charter's outputs.doc (harvest runs: it writes no document)."""
+    from .errors import CharterError
+    from .safe_paths import charter_doc_path
+
+    try:
+        charter_doc_path(charter)
+    except CharterError as exc:
+        _note(f"note: brt synthesize will refuse this charter: {exc.problems[0][0]}: {exc.problems[0][1]}")
+
+
+@cli.command(epilog=_exits({0: "the hits (or \"no hits\") printed", 1: _NO_STORE, 2: _BAD_INPUT}))
 @click.argument("charter", type=click.Path(dir_okay=False))
 @click.argument("query")
 @click.option("-k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Hits at most.")
@@ -240,7 +301,10 @@ def search(
     no_mmr: bool,
     as_json: bool,
 ) -> None:
-    """Search the charter's store (hybrid BM25 + vector with MMR by default; see docs/retrieval.md)."""
+    """Search the charter's store (hybrid BM25 + vector with MMR by default; see docs/retrieval.md).
+
+    Retrieval chooses the hits; they are listed best first by the score printed: the cosine similarity of QUERY
+    and the chunk, or with --rerank the rerank score (the probability that the chunk's best quote answers)."""
     from . import service
     from .evidence import display_url
 
@@ -264,12 +328,17 @@ def search(
         click.echo("no hits")
     for i, h in enumerate(hits, 1):
         click.echo(
-            f"{i}. {h.score:.3f}  {display_url(h.url)} (last updated: {h.last_updated or 'unknown'})  {h.id[:19]}"
+            f"{i}. {service.hit_score(h):.3f}  {display_url(h.url)} (last updated: {h.last_updated or 'unknown'})  "
+            f"{h.id[:19]}"
         )
         click.echo(f"   {h.snippet}")
 
 
-@cli.command()
+@cli.command(epilog=_exits({
+    0: "the Markdown and the JSON written",
+    1: _NO_STORE,
+    2: _BAD_INPUT + ", or an outputs.doc outside the charter's folder",
+}))
 @click.argument("charter", type=click.Path(dir_okay=False))
 @click.option(
     "--out", type=click.Path(dir_okay=False), help="Markdown path (default: the charter's outputs.doc)."
@@ -284,12 +353,10 @@ def search(
 def synthesize(charter: str, out: str | None, as_json: bool, allow_doc_anywhere: bool = False) -> None:
     """Answer each output section with evidence blocks or a Gap."""
     from . import service
-    from .safe_paths import charter_doc_path, record_written
+    from .safe_paths import record_written
     from .synthesize import synthesize as run_synthesize
 
-    c = service.load(charter)
-    if out is None:  # security: a charter may not aim outputs.doc outside its folder unasked
-        charter_doc_path(c, allow_anywhere=allow_doc_anywhere)
+    c = service.validate(charter, allow_doc_anywhere=allow_doc_anywhere or out is not None)
     service.require_store(c)
     result = run_synthesize(c, out=out)
     record_written([result.doc_path, result.json_path])
@@ -300,7 +367,7 @@ def synthesize(charter: str, out: str | None, as_json: bool, allow_doc_anywhere:
     _note(f"wrote {result.doc_path} and {result.json_path}")
 
 
-@cli.command()
+@cli.command(epilog=_exits({0: "the snapshot written (and the store destroyed)", 1: _NO_STORE, 2: _BAD_INPUT}))
 @click.argument("charter", type=click.Path(dir_okay=False))
 @click.option(
     "--snapshot", type=click.Path(dir_okay=False), help="Snapshot path (default under $BRT_HOME/snapshots)."
@@ -325,7 +392,11 @@ def clean(charter: str, snapshot: str | None, keep: bool, no_vectors: bool) -> N
     _note("store destroyed" if result.destroyed else "store kept")
 
 
-@cli.command()
+@cli.command(epilog=_exits({
+    0: "the status printed (also when there is no store)",
+    1: "--check found a problem, or the store cannot be read",
+    2: _BAD_INPUT,
+}))
 @click.argument("charter", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 @click.option(
@@ -371,7 +442,7 @@ def status(charter: str, as_json: bool, check: bool = False) -> None:
             sys.exit(EXIT_FAILURE)
 
 
-@cli.command()
+@cli.command(epilog=_exits({0: "the index printed", 1: _NO_STORE, 2: _BAD_INPUT}))
 @click.argument("charter", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["tree", "json", "mermaid", "dot"]), default="tree")
 @click.option("--rebuild", is_flag=True, help="Rebuild the index from the store before showing it.")
@@ -388,7 +459,7 @@ def concepts(charter: str, fmt: str, rebuild: bool) -> None:
     click.echo(render(ci, fmt), nl=False)
 
 
-@cli.command("eval")
+@cli.command("eval", epilog=_exits({0: "the table printed", 1: "a charter has no store", 2: _BAD_INPUT}))
 @click.argument("charters", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--answers", type=click.Path(exists=True, dir_okay=False),
               help="JSON answer key {charter_id: {section title: regex}} for answer_hit.")
@@ -417,28 +488,31 @@ def charter_group() -> None:
     """Validate charters and print their JSON Schema."""
 
 
-@charter_group.command("validate")
+@charter_group.command("validate", epilog=_exits({
+    0: "valid: harvest and synthesize take it",
+    2: "invalid, with what harvest or synthesize would refuse (file, field, why)",
+}))
 @click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--allow-doc-anywhere",
+    is_flag=True,
+    help="Accept an outputs.doc that is absolute or lies outside the charter's folder, as brt synthesize "
+    "--allow-doc-anywhere does.",
+)
 @_handle_errors
-def charter_validate(file: str) -> None:
-    """Validate a charter file; exit 2 naming the field when it is invalid."""
+def charter_validate(file: str, allow_doc_anywhere: bool = False) -> None:
+    """Validate a charter file: exactly what harvest and synthesize refuse, with the same message (exit 2 naming
+    the field)."""
     from . import service
 
-    c = service.load(file)
+    c = service.validate(file, allow_doc_anywhere=allow_doc_anywhere)
     click.echo(
         f"{file}: valid charter {c.id!r} ({len(c.seeds)} seeds, {len(c.allowed_domains)} allowed domains, "
         f"{len(c.outputs.sections)} sections)"
     )
-    from .errors import CharterError
-    from .safe_paths import charter_doc_path
-
-    try:
-        charter_doc_path(c)
-    except CharterError as exc:
-        _err(f"note: {exc.problems[0][1]}")
 
 
-@charter_group.command("schema")
+@charter_group.command("schema", epilog=_exits({0: "the schema printed"}))
 def charter_schema() -> None:
     """Print the charter JSON Schema."""
     from .charter import charter_json_schema
@@ -446,7 +520,7 @@ def charter_schema() -> None:
     _print_json(charter_json_schema())
 
 
-@cli.command()
+@cli.command(epilog=_exits({0: "the client disconnected", 1: "the MCP Python SDK is missing (pip install 'brt[mcp]')"}))
 @click.option(
     "--allow-attach",
     is_flag=True,
@@ -464,20 +538,31 @@ def mcp(allow_attach: bool) -> None:
     run_server(allow_attach=True if allow_attach else None)  # None: BRT_MCP_ALLOW_ATTACH decides
 
 
-@cli.command()
-@click.option("--keep", is_flag=True, help="Keep the demo store after the run.")
+@cli.command(epilog=_exits({
+    0: "the report printed and written, the snapshot written",
+    1: "the demo could not run: no browser, the model missing, ...",
+    3: "the harvest stored no page",
+}))
+@click.option(
+    "--keep", is_flag=True,
+    help="Keep the demo store after the run, and write its charter beside the report (for brt search).",
+)
+@click.option(
+    "--out", "out_dir", type=click.Path(file_okay=False),
+    help="The folder for the report (demo_cwv.md and .json). Default: ./out under the current folder.",
+)
 @_handle_errors
-def demo(keep: bool) -> None:
+def demo(keep: bool, out_dir: str | None) -> None:
     """Run the bundled offline demo: serve the demo site, harvest, synthesize, print, clean."""
     from .demo import run_demo
 
-    sys.exit(run_demo(keep=keep, echo=click.echo))
+    sys.exit(run_demo(keep=keep, out=out_dir, echo=click.echo))
 
 
 # -- audits: verify, restore, report, ls, charter init; thin wrappers over orchestrator.audit ------
 
 
-@cli.command()
+@cli.command(epilog=_exits({0: "the snapshot passes", 1: "it fails a check, or cannot be read", 2: _BAD_INPUT}))
 @click.argument("snapshot", type=click.Path(dir_okay=False))
 @click.option("--har", type=click.Path(dir_okay=False), help="The HAR to check (default: beside the snapshot).")
 @click.option("--no-har", is_flag=True, help="Skip the HAR checks.")
@@ -502,7 +587,11 @@ def verify(snapshot: str, har: str | None, no_har: bool, charter_file: str | Non
         sys.exit(EXIT_FAILURE)
 
 
-@cli.command()
+@cli.command(epilog=_exits({
+    0: "the store rebuilt (and its charter written)",
+    1: "a store of that id exists, the snapshot fails verification or cannot be read",
+    2: _BAD_INPUT,
+}))
 @click.argument("snapshot", type=click.Path(dir_okay=False))
 @click.option("--id", "new_id", help="Restore under this charter id (default: the snapshot's).")
 @click.option("--charter", "charter_out", type=click.Path(dir_okay=False),
@@ -525,7 +614,11 @@ def restore(snapshot: str, new_id: str | None, charter_out: str | None, force: b
         click.echo(f"charter: {result.charter_path}  (brt synthesize {result.charter_path})")
 
 
-@cli.command()
+@cli.command(epilog=_exits({
+    0: "the report written",
+    1: "no synthesis recorded yet, or the source cannot be read",
+    2: _BAD_INPUT,
+}))
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["html", "csv", "md"]), default="html", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
@@ -546,7 +639,11 @@ def report(source: str, fmt: str, out: str | None, check_md: str | None = None) 
         _err(f"wrote {result.path}")
 
 
-@cli.command()
+@cli.command(epilog=_exits({
+    0: "the report passes",
+    1: "it fails (or its evidence cannot be read)",
+    2: _BAD_INPUT,
+}))
 @click.argument("report_file", metavar="REPORT", type=click.Path(exists=True, dir_okay=False))
 @click.option("--charter", "charter_file", type=click.Path(dir_okay=False),
               help="Check against this charter's store (and its allowed_domains).")
@@ -571,7 +668,7 @@ def check(report_file: str, charter_file: str | None, snapshot: str | None, as_j
         sys.exit(EXIT_FAILURE)
 
 
-@cli.command("ls")
+@cli.command("ls", epilog=_exits({0: "the list printed", 1: "BRT_HOME cannot be read"}))
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 @_handle_errors
 def ls_cmd(as_json: bool) -> None:
@@ -599,7 +696,7 @@ def ls_cmd(as_json: bool) -> None:
                    f"{n.size / 1e6:.1f} MB{'' if n.har else ', no HAR'}")
 
 
-@charter_group.command("init")
+@charter_group.command("init", epilog=_exits({0: "the charter written", 1: "the file exists", 2: _BAD_INPUT}))
 @click.argument("question")
 @click.argument("urls", nargs=-1, required=True)
 @click.option("--id", "charter_id", help="The charter id (default: from the question).")
@@ -617,6 +714,45 @@ def charter_init(question: str, urls: tuple[str, ...], charter_id: str | None, t
                       force=force)
     click.echo(str(result.path))
     _err(f"charter {result.charter_id!r} written; next: brt harvest {result.path}")
+
+
+@cli.command(epilog=_exits({0: "everything a run needs is here (optional extras may be missing)",
+                            1: "something a run needs is missing (the fix is printed under it)"}))
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout (ok, and every check).")
+@click.option("--no-launch", is_flag=True, help="Find the browser but do not start it.")
+@_handle_errors
+def doctor(as_json: bool, no_launch: bool) -> None:
+    """Check what a run needs on this machine: Chromium found and starting with brt's flags, the model files and
+    their sha256, BRT_HOME writable, the optional extras (MCP, Ray, object storage, chrome-devtools-mcp). Each
+    check that fails says how to fix it."""
+    from .doctor import doctor as run_doctor
+
+    report = run_doctor(launch=not no_launch)
+    if as_json:
+        _print_json(report.to_json())
+    else:
+        _render_doctor(report)
+    if not report.ok:
+        sys.exit(EXIT_FAILURE)
+
+
+def _render_doctor(report: Any) -> None:
+    """Each check on a line; under one that is not ok, its fix; then the verdict."""
+    click.echo(f"brt {report.version} on Python {report.python}")
+    width = max(len(c.name) for c in report.checks)
+    for c in report.checks:
+        mark = {"ok": "ok", "warning": "warn", "missing": "MISSING" if c.required else "missing"}[c.status]
+        click.echo(f"  {mark:<8}{c.name:<{width}}  {c.detail}")
+        if c.status != "ok" and c.fix:
+            for i, line in enumerate(c.fix.splitlines()):
+                click.echo(f"  {'':<8}{'':<{width}}  {'fix: ' if i == 0 else '     '}{line}")
+    failed = [c.name for c in report.checks if c.failed]
+    optional = [c.name for c in report.checks if not c.required and c.status != "ok"]
+    if failed:
+        click.echo(f"brt cannot run here: {', '.join(failed)} missing (the fixes are above)")
+    else:
+        extra = f" ({len(optional)} optional extra{'s' if len(optional) != 1 else ''} missing)" if optional else ""
+        click.echo(f"brt has what it needs{extra}")
 
 
 def main() -> None:

@@ -1,5 +1,7 @@
 """The offline demo: serve the bundled static site on localhost and run harvest -> synthesize -> clean on the
-demo charter (``charters/demo.yaml``). ``brt demo`` and ``bash scripts/dev.sh demo`` call :func:`run_demo`."""
+built-in demo charter (:data:`BUILTIN_CHARTER`, kept equal to ``charters/demo.yaml`` by a test). ``brt demo`` and
+``bash scripts/dev.sh demo`` call :func:`run_demo`. The report goes to ``./out/`` under the folder the demo runs
+from (or the folder ``--out`` names), the same from a wheel and from a checkout."""
 
 from __future__ import annotations
 
@@ -13,10 +15,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .charter import Charter, load_charter, parse_charter
+from .charter import Charter, parse_charter
 from .errors import BrtError, PortInUse
 
 __all__ = [
+    "BUILTIN_CHARTER",
     "DEMO_CHARTER",
     "DEMO_HOST",
     "DEMO_PORT",
@@ -30,14 +33,18 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 #: The static site the demo charter points at (shipped as package data).
 DEMO_SITE = _PACKAGE_DIR / "demo_site"
-#: The demo charter of the repository (the package dir's parent holds ``charters/``).
+#: The demo charter of a repository checkout (only tests read it: the demo runs the built-in copy).
 DEMO_CHARTER = _PACKAGE_DIR.parent / "charters" / "demo.yaml"
 DEMO_HOST = "127.0.0.1"
 DEMO_PORT = 8765
+#: The folder the demo writes its report to, under the current folder, when ``--out`` is not given.
+DEMO_OUT = "out"
+#: The name of the demo charter's file in the output folder (written with ``--keep``, for the commands after).
+DEMO_CHARTER_FILE = "demo_cwv.yaml"
 
-# A copy of charters/demo.yaml for installs without the repository (tests keep the two equal, apart from
-# outputs.doc, which then goes to ./out/ under the current directory).
-_FALLBACK_CHARTER: dict[str, Any] = {
+#: The demo charter as ``brt demo`` runs it, from a wheel or a checkout alike: ``charters/demo.yaml`` (tests keep
+#: the two equal) with ``outputs.doc`` in the output folder.
+BUILTIN_CHARTER: dict[str, Any] = {
     "id": "demo_cwv",
     "title": "Core Web Vitals (offline demo site)",
     "goal": "What must a page do to pass Core Web Vitals, and how is each metric improved?",
@@ -49,7 +56,7 @@ _FALLBACK_CHARTER: dict[str, Any] = {
         "A question the site does not answer is reported as a Gap, not padded with weak evidence",
     ],
     "outputs": {
-        "doc": "out/demo_cwv.md",
+        "doc": "demo_cwv.md",
         "sections": [
             {
                 "title": "LCP threshold",
@@ -101,12 +108,15 @@ _FALLBACK_CHARTER: dict[str, Any] = {
 }
 
 
-def load_demo_charter() -> Charter:
-    """``charters/demo.yaml`` from the repository; without a repository checkout, the built-in copy (its
-    Markdown then goes to ``./out/demo_cwv.md``)."""
-    if DEMO_CHARTER.is_file():
-        return load_charter(DEMO_CHARTER)
-    return parse_charter(_FALLBACK_CHARTER, source=Path.cwd() / "brt-demo-charter.yaml")
+def demo_out_dir(out: str | Path | None = None) -> Path:
+    """The folder the demo writes to: ``out`` (relative to the current folder), else ``./out``."""
+    return (Path.cwd() / Path(out if out is not None else DEMO_OUT).expanduser()).resolve()
+
+
+def load_demo_charter(out: str | Path | None = None) -> Charter:
+    """The built-in demo charter, placed in the output folder (:func:`demo_out_dir`): its Markdown goes to
+    ``<folder>/demo_cwv.md``, the JSON beside it, and ``<folder>/demo_cwv.yaml`` is its file."""
+    return parse_charter(BUILTIN_CHARTER, source=demo_out_dir(out) / DEMO_CHARTER_FILE)
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -173,16 +183,18 @@ def serve_demo_site(
         return charter.model_copy(update={"seeds": seeds}), base_url
 
 
-def run_demo(*, keep: bool = False, echo: Callable[[str], Any] = print) -> int:
-    """Serve the demo site, harvest it, synthesize the demo charter's report, print it, then clean (snapshot
-    and destroy the store unless ``keep``). Returns the process exit code (0 on success)."""
+def run_demo(*, keep: bool = False, out: str | Path | None = None, echo: Callable[[str], Any] = print) -> int:
+    """Serve the demo site, harvest it, synthesize the demo charter's report into ``out`` (default ``./out``),
+    print it, then clean (snapshot and destroy the store unless ``keep``; with ``keep`` the charter is written
+    beside the report, so that ``brt search`` and ``brt clean`` can name it). Returns the process exit code (0 on
+    success); raises NothingStored when the harvest stored no page."""
     from .clean import clean
+    from .errors import NothingStored
     from .harvest import harvest
     from .synthesize import synthesize
 
-    charter = load_demo_charter()
-    where = f"{charter.source}" if charter.source else "built-in demo charter"
-    echo(f"brt demo: charter {charter.id} ({where})")
+    charter = load_demo_charter(out)
+    echo(f"brt demo: charter {charter.id} (built in); writing to {_shown(charter.doc_path.parent)}")
     with ExitStack() as stack:
         charter, base_url = serve_demo_site(stack, charter, echo=echo)
         echo(f"brt demo: serving {DEMO_SITE} at {base_url}")
@@ -191,19 +203,38 @@ def run_demo(*, keep: bool = False, echo: Callable[[str], Any] = print) -> int:
     summary = _summary(report)
     if summary:
         echo(f"brt demo: harvest: {summary}")
+    if report.nothing_stored:
+        raise NothingStored(f"the demo harvest stored no page ({report.summary()})")
     echo("brt demo: synthesizing ...")
     result = synthesize(charter)
     echo("")
     echo(result.markdown.rstrip("\n"))
     echo("")
     echo(f"brt demo: report written to {_shown(result.doc_path)} (JSON: {_shown(result.json_path)})")
+    if keep:
+        written = _write_charter(charter)
     cleaned = clean(charter, keep=keep)
     echo(f"brt demo: snapshot written to {_shown(cleaned.snapshot_path)}")
     if cleaned.har_path:
         echo(f"brt demo: HAR of the harvest: {_shown(cleaned.har_path)}")
     if keep:
-        echo(f"brt demo: store kept (--keep); remove it with: brt clean {charter.source or 'CHARTER'}")
+        echo(f"brt demo: store kept (--keep); try: brt search {_shown(written)} \"layout shift\"; "
+             f"remove it with: brt clean {_shown(written)}")
     return 0
+
+
+def _write_charter(charter: Charter) -> Path:
+    """The charter as the demo ran it (seeds on the port it served), at its source path."""
+    import yaml
+
+    from .files import write_file
+
+    assert charter.source is not None
+    data = charter.model_dump(mode="json", exclude_defaults=True)
+    data.setdefault("id", charter.id)
+    text = "# The charter `brt demo --keep` ran (its store is kept): brt search, brt concepts, brt clean.\n"
+    text += yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return write_file(charter.source, text)
 
 
 def _shown(path: Path | None) -> str:

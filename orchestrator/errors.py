@@ -15,6 +15,8 @@
     │   └── RequestFailed      a request failed without a reason (net::ERR_FAILED: e.g. missing from a replay HAR)
     ├── HarvestError           a harvest could not run at all (single pages never raise: they become events)
     │   ├── HarvestBusy        another harvest of the same charter is running
+    │   ├── NothingStored      the harvest ran but left the charter with no stored page (``brt demo``; the CLI's
+    │   │                      harvest reads ``HarvestReport.nothing_stored`` instead)
     │   ├── BrowserCrashed     the browser crashed more often than brt relaunches it (or an attached one went away)
     │   ├── DiskFull           the disk (or quota) filled up during a harvest: it stopped, what was stored is kept
     │   ├── DevtoolsMcpNotFound  node or the chrome-devtools-mcp package is missing
@@ -28,7 +30,9 @@
     └── PortInUse              the demo site's port is taken (``brt demo`` then serves on a free port)
 
 memory_store errors (memory_store.errors.MemoryStoreError) pass through unchanged; the CLI and the MCP server map
-both families. Playwright has few exception types and says what happened in its messages (and Chromium's
+both families. An error whose way out depends on the shell (a CLI flag, an MCP argument) does not name it: its
+``advice`` is one of :data:`ADVICE`, which the CLI (``cli.ADVICE``) and the MCP server (``mcp_guard.ADVICE``) each
+word in their own terms. Playwright has few exception types and says what happened in its messages (and Chromium's
 ``net::ERR_*`` codes); ``error_kind`` reads them here, and nowhere else.
 """
 
@@ -37,6 +41,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ADVICE",
     "BrowserCrashed",
     "BrowserError",
     "BrowserNotFound",
@@ -54,6 +59,7 @@ __all__ = [
     "NavigationAborted",
     "NavigationRefused",
     "NetworkError",
+    "NothingStored",
     "PageCrashed",
     "PageRefused",
     "PolicyRefused",
@@ -68,18 +74,41 @@ __all__ = [
 ]
 
 
+#: Ways out of an error that each shell words in its own terms (``BrtError.advice``):
+#:   doc_anywhere       outputs.doc leaves the charter's folder (the CLI's flag; MCP's ``out`` argument)
+#:   restore_id         a store of the snapshot's id exists (restore under another id)
+#:   restore_force      the snapshot fails verification (only the CLI can restore it anyway)
+#:   restore_charter    the restored charter's file exists with other content
+#:   init_exists        a starter charter's file exists
+#:   synthesize_first   a report asked for before any synthesis
+#:   harvest_first      a report asked for of a charter with no store
+ADVICE = frozenset(
+    {"doc_anywhere", "restore_id", "restore_force", "restore_charter", "init_exists", "synthesize_first",
+     "harvest_first"}
+)
+
+
 class BrtError(Exception):
-    """Base class of every orchestrator error."""
+    """Base class of every orchestrator error. ``advice``: one of :data:`ADVICE` (the shells word it), or None."""
+
+    advice: str | None = None
+
+    def __init__(self, *args: object, advice: str | None = None):
+        super().__init__(*args)
+        if advice is not None:
+            if advice not in ADVICE:  # pragma: no cover - programming error
+                raise ValueError(f"unknown advice {advice!r}")
+            self.advice = advice
 
 
 class CharterError(BrtError):
     """An invalid charter. ``problems`` lists (field path, message) pairs."""
 
-    def __init__(self, path: str, problems: list[tuple[str, str]]):
+    def __init__(self, path: str, problems: list[tuple[str, str]], *, advice: str | None = None):
         self.path = path
         self.problems = problems
         lines = [f"{path}: {field}: {msg}" if field else f"{path}: {msg}" for field, msg in problems]
-        super().__init__("invalid charter\n" + "\n".join("  " + line for line in lines))
+        super().__init__("invalid charter\n" + "\n".join("  " + line for line in lines), advice=advice)
 
 
 class BrowserNotFound(BrtError):
@@ -132,6 +161,11 @@ class HarvestError(BrtError):
 
 class HarvestBusy(HarvestError):
     pass
+
+
+class NothingStored(HarvestError):
+    """A harvest that left the charter with no stored page (every URL failed, was blocked or skipped); its empty
+    store is not kept. The CLI exits with its own code (``cli.EXIT_NOTHING_STORED``)."""
 
 
 class BrowserCrashed(HarvestError):

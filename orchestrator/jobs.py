@@ -256,7 +256,11 @@ class Jobs:
         try:
             report = asyncio.run(main())
             job.report = self._view(service.harvest_json(report))
-            state = "done"
+            if report.nothing_stored:  # the CLI's exit 3: a failure, with the events that say why
+                job.error = f"the harvest stored no page ({report.summary()}); no store is kept"
+                job.error_type = "NothingStored"
+            else:
+                state = "done"
         except (asyncio.CancelledError, KeyboardInterrupt):
             state = "cancelled"
         except BrtError as exc:

@@ -74,6 +74,10 @@ class HarvestOut(Doc):
     counts: dict[str, int] | None = None
     pages_stored: int | None = None
     chunks_total: int | None = None
+    nothing_stored: bool | None = Field(
+        None, description="true: the harvest stored no page (every URL failed, was blocked or skipped); no store "
+        "is kept, and the job's state is failed"
+    )
     events: list[dict[str, Any]] | None = None
 
 

@@ -42,7 +42,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from .mcp_guard import OwnToolError, PageToolError, attach_allowed, check_attach, run_blocking
+from .mcp_guard import OwnToolError, PageToolError, attach_allowed, check_attach, library_error, run_blocking
 from .mcp_schemas import (
     AddPageOut,
     CharterOut,
@@ -125,8 +125,8 @@ async def _call(fn: Callable[[], T]) -> T:
         return await run_blocking(fn)
     except ToolError:
         raise
-    except (BrtError, MemoryStoreError) as exc:  # their messages can name pages, servers' replies, records
-        raise PageToolError(str(exc), type(exc).__name__) from exc
+    except (BrtError, MemoryStoreError) as exc:  # quoted unless brt vouches for the words; advice in MCP terms
+        raise library_error(exc) from exc
     except FileNotFoundError as exc:
         raise PageToolError(f"file not found: {exc.filename or exc}", "FileNotFoundError") from exc
     except (ValueError, TypeError, NotImplementedError) as exc:
@@ -280,15 +280,21 @@ class BrtTools:
 
     @_tool(
         title="Validate a charter",
-        description="Validate a charter file. Returns its summary, or an error naming the file, the field path "
-        "and what is expected.",
+        description="Validate a charter file: exactly what harvest and synthesize (without out) refuse, with the "
+        "same message. Returns its summary, or an error naming the file, the field path and what is expected.",
         annotations=READ_ONLY,
     )
     async def charter_validate(
         self,
         path: Annotated[str, Field(description="Path of the charter file (YAML or JSON).", min_length=1)],
     ) -> Annotated[CallToolResult, CharterOut]:
-        charter = await _call(lambda: _load(path))
+        def validate() -> "Charter":
+            from . import service
+
+            _load(path)  # a path that is not one: brt's own refusal
+            return service.validate(path)  # what harvest and synthesize (without out) refuse, with their message
+
+        charter = await _call(validate)
         return _result(
             {
                 "valid": True,

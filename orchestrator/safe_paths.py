@@ -76,8 +76,8 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def charter_doc_path(charter: Charter, *, allow_anywhere: bool = False) -> Path:
-    """The charter's ``outputs.doc``, refused (CharterError on ``outputs.doc``, exit 2) when it is absolute or
-    leaves the charter file's folder (``..`` or a symlink), unless ``allow_anywhere``."""
+    """The charter's ``outputs.doc``, refused (CharterError on ``outputs.doc``, exit 2, advice "doc_anywhere")
+    when it is absolute or leaves the charter file's folder (``..`` or a symlink), unless ``allow_anywhere``."""
     doc = charter.doc_path
     if allow_anywhere:
         return doc
@@ -89,10 +89,11 @@ def charter_doc_path(charter: Charter, *, allow_anywhere: bool = False) -> Path:
             [
                 (
                     "outputs.doc",
-                    f"{charter.outputs.doc!r} writes outside the charter's folder ({base}); use a relative path "
-                    "inside it, or pass --allow-doc-anywhere to brt synthesize if you mean it",
+                    f"{charter.outputs.doc!r} writes outside the charter's folder ({base}): use a relative path "
+                    "inside it",
                 )
             ],
+            advice="doc_anywhere",
         )
     return doc
 

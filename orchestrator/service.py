@@ -32,6 +32,7 @@ __all__ = [
     "clean_json",
     "harvest_json",
     "hit_json",
+    "hit_score",
     "load",
     "open_store",
     "require_store",
@@ -41,6 +42,7 @@ __all__ = [
     "status",
     "synthesis_json",
     "judgements_json",
+    "validate",
 ]
 
 #: Wraps text taken from a page (``mcp_server.quote_untrusted``): (text, source URL) -> quoted text.
@@ -60,6 +62,17 @@ def _same(url: Any) -> str | None:
 def load(path: str | Path) -> Charter:
     """The charter at ``path`` (``~`` expanded); CharterError names the file and field when it is invalid."""
     return load_charter(Path(path).expanduser())
+
+
+def validate(path: str | Path, *, allow_doc_anywhere: bool = False) -> Charter:
+    """The charter at ``path`` checked for everything harvest and synthesize refuse (``charter validate``, and
+    synthesize itself): the schema (``load``), then an ``outputs.doc`` that leaves the charter's folder unless
+    ``allow_doc_anywhere`` (``safe_paths.charter_doc_path``). One CharterError, with the same message, either way."""
+    from .safe_paths import charter_doc_path
+
+    charter = load(path)
+    charter_doc_path(charter, allow_anywhere=allow_doc_anywhere)  # security: no doc outside the folder unasked
+    return charter
 
 
 def require_store(charter: Charter, *, next_step: str | None = None) -> None:
@@ -96,7 +109,8 @@ def search(
 ) -> list[Hit]:
     """Search the charter's store; every option left out (None) takes the charter's ``retrieval:`` value (mode,
     candidates, rerank, reranker model, MMR lambda); ``no_mmr`` turns MMR off. A rerank without an external
-    reranker model orders the hits by evidence (``orchestrator.evidence.rerank``: the scorer and its reader)."""
+    reranker model orders the hits by evidence (``orchestrator.evidence.rerank``: the scorer and its reader).
+    The hits come best first by :func:`hit_score`."""
     mem = memory if memory is not None else open_store(charter, next_step=next_step)
     r = charter.retrieval
     rerank = r.rerank if rerank is None else rerank
@@ -113,7 +127,16 @@ def search(
         reranker_model=model,
         mmr_lambda=None if no_mmr or by_evidence else (r.mmr_lambda if mmr_lambda is None else mmr_lambda),
     )
-    return rerank_hits(mem, query, hits, k) if by_evidence else hits
+    hits = rerank_hits(mem, query, hits, k) if by_evidence else hits
+    return sorted(hits, key=lambda h: -hit_score(h))  # stable: ties keep retrieval's order
+
+
+def hit_score(hit: Hit) -> float:
+    """The score a search lists its hits by: the rerank score when the hits were reranked (by evidence or by a
+    cross-encoder), else the cosine similarity (``Hit.score``). Retrieval chooses the hits (fusion, MMR); they
+    are listed by this score, so the order reads the way the printed scores do."""
+    rerank = (hit.metadata.get("retrieval") or {}).get("rerank_score")
+    return float(rerank) if rerank is not None else float(hit.score)
 
 
 # -- JSON documents -----------------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ def synthesize(
     )
     from .audit.hooks import after_synthesis, audit_synthesis
 
-    audit_synthesis(charter, result, mem)  # acceptance verdicts, conflicts between sources
+    audit_synthesis(charter, result, mem, cache)  # acceptance verdicts, conflicts between sources
     result.markdown = render_markdown(charter, result) + concept_diagram(ci, routes)
     from .files import write_file
 

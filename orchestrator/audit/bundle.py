@@ -85,14 +85,19 @@ class AuditBundle:
         }
 
     def conflict_blocks(self) -> dict[tuple[str, int], list[str]]:
-        """(section title, block n) -> what it conflicts with ("#2: 3 seconds vs 2.5 seconds")."""
+        """(section title, block n) -> what it conflicts with ("#2: 3 seconds vs 2.5 seconds"; a page no block
+        cites by its URL and date)."""
         out: dict[tuple[str, int], list[str]] = {}
         for c in self.synthesis.get("conflicts") or []:
             a, b = c.get("a") or {}, c.get("b") or {}
             section = str(c.get("section"))
             for this, other in ((a, b), (b, a)):
+                if not this.get("n"):
+                    continue  # a page no block cites has no block to mark
+                who = f"#{other.get('n')}" if other.get("n") else \
+                    f"{other.get('url')} ({other.get('last_updated') or 'undated'})"
                 key = (section, int(this.get("n") or 0))
-                out.setdefault(key, []).append(f"#{other.get('n')}: {this.get('value')} vs {other.get('value')}")
+                out.setdefault(key, []).append(f"{who}: {this.get('value')} vs {other.get('value')}")
         return out
 
 
@@ -144,14 +149,17 @@ def _goal(text: str, fmt: str) -> tuple[str | None, str | None]:
 
 def _from_store(path: Path) -> AuditBundle:
     from ..charter import load_charter
-    from ..config import open_memory
+    from ..config import open_memory, store_exists
     from .trail import stored_synthesis
 
     charter = load_charter(path)
+    if not store_exists(charter):
+        raise ReportError(f"charter {charter.id!r} ({path}) has no store (never harvested, or cleaned)",
+                          advice="harvest_first")
     mem = open_memory(charter, create=False)
     syn = stored_synthesis(mem)
     if syn is None:
-        raise ReportError(f"charter {charter.id!r} has no synthesis yet: run `brt synthesize {path}` first")
+        raise ReportError(f"charter {charter.id!r} ({path}) has no synthesis yet", advice="synthesize_first")
     pages = [
         {"url": p.requested_url or p.url, "final_url": p.url, "title": p.title, "last_updated": p.last_updated,
          "chunk_ids": list(p.chunk_ids)}

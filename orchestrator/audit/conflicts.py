@@ -16,6 +16,15 @@ contexts match by their weighted Jaccard index. Then:
   URLs and last-updated dates are kept.
 
 A page never conflicts with itself; a chunk seen on several pages counts once, for the URL its block cites.
+
+A section's blocks are not all the pages that state a value: the most similar chunk wins the block, and a page
+that says the same thing with another figure (an older or a newer page) may not be among them. ``others`` are
+statements of pages the section does not cite, found in the store for the quantities its blocks state
+(``counter.py``): a conflict may have one of them as a side (``n`` 0, its ``chunk_id`` and quote), never both,
+and only when the names of its whole quote are compatible with the block's (a quote that names "Interaction to
+Next Paint" is not about a block's "Largest Contentful Paint", whatever sentence of it states the figure); they
+take no part in agreements. Each conflict lists its sides newest first (by the page's last-updated date;
+an undated side last), so the report shows the newer value first.
 """
 
 from __future__ import annotations
@@ -24,9 +33,19 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from .quantities import Quantity, context_similarity, names_compatible, quantities, same_value
+from .quantities import (
+    Quantity,
+    context_similarity,
+    names_compatible,
+    names_overlap,
+    quantities,
+    same_value,
+    text_names,
+)
 
-__all__ = ["AGREE_CONTEXT", "SAME_CONTEXT", "Agreement", "Claim", "Conflict", "SectionBlocks", "find_conflicts"]
+__all__ = [
+    "AGREE_CONTEXT", "SAME_CONTEXT", "Agreement", "Claim", "Conflict", "SectionBlocks", "find_conflicts", "page_key",
+]
 
 SAME_CONTEXT = 0.5
 AGREE_CONTEXT = 0.3
@@ -34,26 +53,33 @@ AGREE_CONTEXT = 0.3
 
 @dataclass
 class SectionBlocks:
-    """What conflict detection needs of one section: its title, label and blocks (n, quote, url, date)."""
+    """What conflict detection needs of one section: its title, label and blocks (n, quote, url, date), and
+    ``others``: statements of pages it does not cite (n 0, quote, url, date, chunk_id)."""
 
     title: str
     label: str
     blocks: list[dict[str, Any]]  # each with n, quote, url, last_updated
+    others: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
 class Claim:
-    """One side of a conflict: a block's statement of the quantity."""
+    """One side of a conflict: a block's statement of the quantity (``n`` its number), or a sentence of a page
+    the section does not cite (``n`` 0, ``chunk_id`` the stored chunk it is a verbatim span of)."""
 
     n: int
     url: str
     last_updated: str | None
     quote: str
     value: str  # the mention as written
+    chunk_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "url": self.url, "last_updated": self.last_updated, "value": self.value,
-                "quote": self.quote}
+        doc = {"n": self.n, "url": self.url, "last_updated": self.last_updated, "value": self.value,
+               "quote": self.quote}
+        if self.chunk_id is not None:
+            doc["chunk_id"] = self.chunk_id
+        return doc
 
 
 @dataclass
@@ -89,7 +115,8 @@ class Agreement:
                 "about": self.about, "sources": self.sources, "blocks": self.blocks, "urls": self.urls}
 
 
-def _page_key(url: str) -> str:
+def page_key(url: str) -> str:
+    """The page a URL stands for (host, path without a trailing slash, query)."""
     parts = urlsplit(url)
     return f"{(parts.hostname or '').lower()}{parts.path.rstrip('/') or '/'}?{parts.query}"
 
@@ -114,9 +141,11 @@ def find_conflicts(sections: list[SectionBlocks]) -> tuple[list[Conflict], list[
 
 
 def _section(section: SectionBlocks) -> tuple[list[Conflict], list[Agreement]]:
-    blocks = section.blocks
+    cited = len(section.blocks)
+    blocks = [*section.blocks, *section.others]  # the others: after every block, never a pair of their own
     mentions = [quantities(str(b.get("quote") or "")) for b in blocks]
-    pages = [_page_key(str(b.get("url") or "")) for b in blocks]
+    named = [text_names(str(b.get("quote") or "")) for b in blocks]  # what each whole quote names
+    pages = [page_key(str(b.get("url") or "")) for b in blocks]
     conflicts: list[Conflict] = []
     seen: set[tuple[frozenset[str], frozenset[str], str]] = set()  # one conflict per page pair and values
     # union-find over (block, mention) nodes linked by agreement across pages
@@ -128,14 +157,17 @@ def _section(section: SectionBlocks) -> tuple[list[Conflict], list[Agreement]]:
             x = parent[x]
         return x
 
-    for i in range(len(blocks)):
+    for i in range(cited):
         for j in range(i + 1, len(blocks)):
             if pages[i] == pages[j]:
                 continue
+            other = j >= cited
+            if other and not names_overlap(named[i], named[j]):
+                continue  # a page no block cites that names another subject in its quote is about something else
             for ia, qa in enumerate(mentions[i]):
                 scored = [(same_quantity(qa, qb), ib, qb) for ib, qb in enumerate(mentions[j])]
                 agreeing = [m for m in scored if m[0] >= AGREE_CONTEXT and same_value(qa, m[2])]
-                for _, ib, _ in agreeing:
+                for _, ib, _ in [] if other else agreeing:  # an uncited page agrees with no one in the report
                     parent[find((i, ia))] = find((j, ib))
                 matches = [m for m in scored if m[0] >= SAME_CONTEXT]
                 if agreeing or not matches:
@@ -148,14 +180,15 @@ def _section(section: SectionBlocks) -> tuple[list[Conflict], list[Agreement]]:
                 if key in seen:
                     continue
                 seen.add(key)
+                a, b = _newest_first(_claim(blocks[i], qa), _claim(blocks[j], qb))
                 conflicts.append(
                     Conflict(
                         section=section.title,
                         label=section.label,
                         kind=qa.kind,
                         about=sorted(set(qa.context) & set(qb.context)),
-                        a=_claim(blocks[i], qa),
-                        b=_claim(blocks[j], qb),
+                        a=a,
+                        b=b,
                     )
                 )
     groups: dict[tuple[int, int], list[tuple[int, int]]] = {}
@@ -191,4 +224,13 @@ def _claim(block: dict[str, Any], q: Quantity) -> Claim:
         last_updated=block.get("last_updated"),
         quote=str(block.get("quote") or ""),
         value=q.shown,
+        chunk_id=None if block.get("n") else block.get("chunk_id"),
     )
+
+
+def _newest_first(a: Claim, b: Claim) -> tuple[Claim, Claim]:
+    """The two sides with the more recently updated page first; an undated side after a dated one; else as
+    found."""
+    if b.last_updated and (not a.last_updated or b.last_updated > a.last_updated):
+        return b, a
+    return a, b

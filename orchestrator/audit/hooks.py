@@ -63,23 +63,31 @@ def _block_entries(block: Any) -> list[dict[str, Any]]:
     return entries
 
 
-def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory) -> None:
-    """Judge the charter's acceptance criteria and find conflicts between sources; sets ``result.acceptance``,
+def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory, cache: Any = None) -> None:
+    """Judge the charter's acceptance criteria and find conflicts between sources (the blocks, and the other
+    pages of the store that answer a section with a quantity its blocks state: ``counter.py``; ``cache``: the
+    synthesis's ``SynthesisCache``, whose sentence vectors it reuses); sets ``result.acceptance``,
     ``result.conflicts`` and ``result.agreements``."""
     from .acceptance import judge_acceptance
-    from .conflicts import SectionBlocks, find_conflicts
+    from .conflicts import SectionBlocks, find_conflicts, page_key
+    from .counter import other_statements
 
     sections = [section_json(s) for s in result.sections]
     result.acceptance = judge_acceptance(
         list(charter.acceptance), sections, memory.embedder, min_score=result.min_score
     )
     result.conflicts, result.agreements = find_conflicts(
-        [SectionBlocks(s["title"], s["label"], s["blocks"]) for s in sections]
+        [
+            SectionBlocks(s["title"], s["label"], s["blocks"], other_statements(
+                memory, spec, s["blocks"], threshold=result.min_score, page_key=page_key, cache=cache))
+            for spec, s in zip(charter.outputs.sections, sections, strict=True)
+        ]
     )
 
 
 def section_lines(result: SynthesisResult, section: SectionResult) -> list[str]:
     """Markdown lines about conflicts and agreement between the section's sources (empty when none)."""
+    from ..evidence.results import display_url
     from ..untrusted import markdown_escape as md  # values and quotes come from pages
 
     by_n = {b.n: b for b in section.blocks}
@@ -88,10 +96,14 @@ def section_lines(result: SynthesisResult, section: SectionResult) -> list[str]:
         if c.section != section.title:
             continue
         about = f" (about: {', '.join(md(w) for w in c.about)})" if c.about else ""
-        lines.append(f"[{section.label} Conflict] {md(c.a.value)} vs {md(c.b.value)}{about}")
-        for claim in (c.a, c.b):
-            block = by_n.get(claim.n)
-            shown = block.markdown if block is not None else f'"{md(claim.quote)}"'
+        sides = " vs ".join(f"{md(x.value)} (last updated: {md(x.last_updated or 'unknown')})" for x in (c.a, c.b))
+        lines.append(f"[{section.label} Conflict] the sources disagree, newest first: {sides}{about}")
+        for claim in (c.a, c.b):  # a block as printed above; a page no block cites: its sentence, URL and date
+            block = by_n.get(claim.n) if claim.n else None
+            date = md(claim.last_updated or "unknown")
+            shown = block.markdown if block is not None else (
+                f'"{md(claim.quote)}" — {md(display_url(claim.url))} (last updated: {date})'
+            )
             lines.append(f"  - {shown}")
         lines.append("")
     agreements = [a for a in getattr(result, "agreements", []) if a.section == section.title]

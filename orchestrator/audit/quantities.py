@@ -19,7 +19,10 @@ from memory_store.text import CONTEXT_STOP_WORDS, MONTHS, WEEKDAYS, singular
 
 from ..relevance import named_subjects
 
-__all__ = ["Quantity", "context_similarity", "names_compatible", "quantities", "same_value", "sentence_spans"]
+__all__ = [
+    "Quantity", "context_similarity", "names_compatible", "names_overlap", "quantities", "same_value",
+    "sentence_spans", "text_names",
+]
 
 
 @dataclass(frozen=True)
@@ -339,14 +342,27 @@ def names_compatible(a: Quantity, b: Quantity) -> bool:
     """False when both sentences name things and no name of one is (within) a name of the other:
     "Largest Contentful Paint" and "Interaction to Next Paint" are different subjects, "Next Paint" and
     "Interaction to Next Paint" are not."""
-    if not a.names or not b.names:
+    return names_overlap(a.names, b.names)
+
+
+def names_overlap(a: frozenset[str], b: frozenset[str]) -> bool:
+    """True when either set is empty or a name of one is (within) a name of the other (see names_compatible)."""
+    if not a or not b:
         return True
-    for x in a.names:
-        for y in b.names:
+    for x in a:
+        for y in b:
             wx, wy = set(x.split()), set(y.split())
             if wx <= wy or wy <= wx:
                 return True
     return False
+
+
+def text_names(text: str) -> frozenset[str]:
+    """The names (lower-cased) of every sentence of ``text``, months and weekdays left out."""
+    out: set[str] = set()
+    for s0, s1 in sentence_spans(text):
+        out |= _names(text[s0:s1])
+    return frozenset(out)
 
 
 def same_value(a: Quantity, b: Quantity) -> bool:

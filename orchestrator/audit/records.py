@@ -142,11 +142,12 @@ class _Section(_Record):
 
 
 class _Claim(_Record):
-    n: int
+    n: int  # 0: a page no block cites (then chunk_id names the chunk its quote is a span of)
     url: str
     last_updated: str | None = None
     value: str | None = None
     quote: str
+    chunk_id: str | None = None
 
 
 class _Conflict(_Record):

@@ -196,13 +196,15 @@ def _conflicts(syn: dict[str, Any]) -> list[str]:
     for c in conflicts:
         out.append('<div class="conflict-card">')
         about = ", ".join(c.get("about") or [])
-        out.append(f'<p><span class="flag">conflict</span> in <b>{_e(c.get("section"))}</b>: '
-                   f'{_e((c.get("a") or {}).get("value"))} vs {_e((c.get("b") or {}).get("value"))}'
-                   f'{" (about: " + _e(about) + ")" if about else ""}</p><ul>')
+        sides = " vs ".join(f"{_e(x.get('value'))} ({_e(x.get('last_updated') or 'undated')})"
+                            for x in (c.get("a") or {}, c.get("b") or {}))
+        out.append(f'<p><span class="flag">conflict</span> in <b>{_e(c.get("section"))}</b>, newest first: '
+                   f'{sides}{" (about: " + _e(about) + ")" if about else ""}</p><ul>')
         for side in ("a", "b"):
             claim = c.get(side) or {}
             url = str(claim.get("url") or "")
-            out.append(f"<li>#{_e(claim.get('n'))} “{_e(claim.get('quote'))}” — {_link(url, _display(url))} "
+            which = f"#{_e(claim.get('n'))}" if claim.get("n") else "a page no block cites:"
+            out.append(f"<li>{which} “{_e(claim.get('quote'))}” — {_link(url, _display(url))} "
                        f"(last updated: {_e(claim.get('last_updated') or 'unknown')})</li>")
         out.append("</ul></div>")
     if agreements:

@@ -68,11 +68,15 @@ def _section_lines(syn: dict[str, Any], section: dict[str, Any]) -> list[str]:
             continue
         a, b = _dict(c.get("a")), _dict(c.get("b"))
         about = ", ".join(_md(w) for w in _list(c.get("about")))
-        lines.append(f"[{_md(label)} Conflict] {_md(a.get('value'))} vs {_md(b.get('value'))}"
+        sides = " vs ".join(f"{_md(x.get('value'))} (last updated: {_md(_date(x.get('last_updated')) or 'unknown')})"
+                            for x in (a, b))
+        lines.append(f"[{_md(label)} Conflict] the sources disagree, newest first: {sides}"
                      + (f" (about: {about})" if about else ""))
-        for claim in (a, b):
-            block = by_n.get(_int(claim.get("n")))
-            lines.append("  - " + (_block_line(str(label), block) if block else f'"{_md(claim.get("quote"))}"'))
+        for claim in (a, b):  # a block as listed; a page no block cites: its sentence, URL and date
+            block = by_n.get(_int(claim.get("n"))) if _int(claim.get("n")) else None
+            lines.append("  - " + (_block_line(str(label), block) if block else
+                                   f'"{_md(claim.get("quote"))}" — {_md(display_url(str(claim.get("url") or "")))} '
+                                   f"(last updated: {_md(_date(claim.get('last_updated')) or 'unknown')})"))
         lines.append("")
     said = [
         f"{_int(g.get('sources'))} sources agree on {_md(g.get('value'))} "

@@ -11,8 +11,10 @@ CHARTER`` reads it), and the HAR beside the snapshot (so a later ``/clean`` writ
 joins the journal.
 
 The charter as harvested is written to a file (``--charter PATH``, default ``$BRT_HOME/charters/<id>.yaml``)
-with its ``id`` set to the restored id, so ``brt synthesize`` can run on it at once. The snapshot is verified
-first (``verify`` without the HAR); a snapshot that fails is refused unless ``force``.
+with its ``id`` set to the restored id, so ``brt synthesize`` (and MCP ``synthesize``) can run on it at once: an
+``outputs.doc`` that would leave the new file's folder (``../out/x.md`` from the charter's own folder, an absolute
+path) is moved to ``out/<its file name>`` beside it, since synthesize refuses one that leaves it. The snapshot is
+verified first (``verify`` without the HAR); a snapshot that fails is refused unless ``force``.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ def restore(
     checked = verify(snap_path, check_har=False)
     if not checked.ok and not force:
         listed = "\n".join(f"  {f}" for f in checked.failures[:20])
-        raise RestoreError(f"{snap_path} fails verification, not restored (use --force to restore anyway):\n{listed}")
+        raise RestoreError(f"{snap_path} fails verification, not restored:\n{listed}", advice="restore_force")
     snap = read_snapshot(snap_path, keep_vectors=True)
     if snap.problems:  # not even --force restores records that do not fit the schema (records.py)
         listed = "\n".join(f"  {p}" for p in snap.problems[:20])
@@ -105,18 +107,16 @@ def restore(
         raise RestoreError(str(exc)) from None
     base = memory_basepath()
     if Memory.exists(charter_id, basepath=base) or os.path.lexists(base / charter_id):  # a planted link too
-        raise RestoreError(
-            f"a store for charter {charter_id!r} exists at {base / charter_id}: restore under another id "
-            f"(--id NEW_ID) or remove it first (brt clean)"
-        )
+        raise RestoreError(f"a store for charter {charter_id!r} exists at {base / charter_id}", advice="restore_id")
     charters = _renamed_charters(snap, charter_id)
     harvested = next((c for c in reversed(charters) if "harvest" in c["roles"]), charters[-1] if charters else None)
     charter_path = None
     if harvested is not None:
         ext = "json" if harvested["format"] == "json" else "yaml"
         target = Path(charter_out).expanduser() if charter_out else brt_home() / "charters" / f"{charter_id}.{ext}"
-        if os.path.lexists(target) and not force and not _holds(target, harvested["text"]):
-            raise RestoreError(f"{target} exists with other content: choose another path with --charter")
+        charter_text = _doc_inside(harvested["text"], harvested["format"], target)
+        if os.path.lexists(target) and not force and not _holds(target, charter_text):
+            raise RestoreError(f"{target} exists with other content", advice="restore_charter")
         charter_path = target
     mem = Memory(charter_id, basepath=base, model=snap.manifest.get("embedding_model"))
     try:
@@ -128,7 +128,7 @@ def restore(
             log.exception("cannot remove the half-restored store %s", mem.path)
         raise
     if charter_path is not None and harvested is not None:  # a symlink there is replaced, never followed
-        charter_path = write_file(charter_path, harvested["text"], within=None if charter_out else [brt_home()])
+        charter_path = write_file(charter_path, charter_text, within=None if charter_out else [brt_home()])
     result.charter_path = charter_path
     log.info("restored %s from %s into %s", charter_id, snap_path, mem.path)
     return result
@@ -254,6 +254,50 @@ def _restore_concepts(snap: Snapshot, mem: Any, charter_id: str, harvested: dict
 
     update_from_store(mem, sections, rebuild=True)
     return "rebuilt"
+
+
+_DOC_LINE = re.compile(r"^([ \t]+doc[ \t]*:[ \t]*)([^#\n]*?)([ \t]*(?:#.*)?)$", re.MULTILINE)
+
+
+def _doc_inside(text: str, fmt: str, target: Path) -> str:
+    """``text`` (a recorded charter) with its ``outputs.doc`` moved to ``out/<file name>`` when, read from
+    ``target``'s folder, it would be absolute or leave that folder; otherwise ``text`` unchanged."""
+    import yaml
+
+    from ..errors import BrtError
+    from ..safe_paths import charter_doc_path
+    from .trail import parse_charter_text
+
+    try:
+        charter = parse_charter_text(text, fmt)
+    except BrtError:
+        return text
+    from ..charter import parse_charter
+
+    placed = parse_charter(charter.model_dump(), source=Path(os.path.abspath(target)))
+    try:
+        charter_doc_path(placed)
+        return text
+    except BrtError:
+        pass
+    doc = f"out/{Path(charter.outputs.doc).name or charter.id + '.md'}"
+    if fmt == "json":
+        data = json.loads(text)
+        data["outputs"]["doc"] = doc
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    moved, n = _DOC_LINE.subn(lambda m: f"{m.group(1)}{doc}{m.group(3)}", text)
+    if n == 1:  # the file as recorded, comments kept, when the one line changed is outputs.doc
+        try:
+            changed = parse_charter_text(moved, fmt)
+        except BrtError:
+            changed = None
+        if changed is not None and changed.model_dump() == charter.model_copy(
+            update={"outputs": charter.outputs.model_copy(update={"doc": doc})}
+        ).model_dump():
+            return moved
+    data = yaml.safe_load(text)
+    data["outputs"]["doc"] = doc
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
 def _holds(path: Path, text: str) -> bool:

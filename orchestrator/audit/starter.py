@@ -23,7 +23,6 @@ from ..errors import CharterError
 __all__ = ["StarterCharter", "charter_init", "starter_text"]
 
 
-
 @dataclass
 class StarterCharter:
     charter_id: str
@@ -41,10 +40,37 @@ def _slug(question: str) -> str:
     return slug or "research"
 
 
-def _topic(question: str) -> str:
-    words = [w for w in re.findall(r"[\w/+.-]+", question) if w.lower() not in SLUG_STOP_WORDS]
-    title = " ".join(words[:6]).strip(" .?!") or "Answer"
-    return title[:1].upper() + title[1:]
+#: The longest title taken from a question; a longer question gives its first clause, or its first words.
+TITLE_CHARS = 60
+#: Where a question's first clause may end, tried in this order: a comma before a conjunction or a question word
+#: ("..., and what ..."), a semicolon, colon or dash; never a comma inside a list ("LCP, INP and CLS").
+_CLAUSE_ENDS = (
+    re.compile(r",\s+(?=(?:and|or|but|so|which|what|how|why|when|where|who|whose)\b)", re.IGNORECASE),
+    re.compile(r"\s*(?:[;:]|\s[—–-]\s)\s*"),
+)
+
+
+def _title(question: str) -> str:
+    """A title that reads as one: the question's own words, as written (a short question is its own title;
+    a long one gives its first clause, or its first words up to a word that can end a phrase, with "…")."""
+    text = " ".join(question.split()).strip().rstrip("?!.").strip()
+    if len(text) > TITLE_CHARS:
+        clauses = [pattern.split(text, maxsplit=1)[0].strip() for pattern in _CLAUSE_ENDS]
+        text = next((c for c in clauses if len(c.split()) >= 3 and len(c) <= TITLE_CHARS), None) or _cut(text)
+    text = text or "Answer"
+    return text[:1].upper() + text[1:]
+
+
+def _cut(text: str) -> str:
+    """``text``'s first words within TITLE_CHARS, not ending on a word that cannot end a phrase, then "…"."""
+    words: list[str] = []
+    for word in text.split():
+        if len(" ".join([*words, word])) > TITLE_CHARS - 1:
+            break
+        words.append(word)
+    while len(words) > 1 and words[-1].lower().strip(",;:") in SLUG_STOP_WORDS:
+        words.pop()
+    return " ".join(words).rstrip(",;:") + " …"
 
 
 def _domain(url: str, field: str) -> str:
@@ -90,7 +116,7 @@ def starter_text(
         "# `brt charter validate FILE`. The fields are explained in docs/charters.md; the JSON Schema",
         "# comes from `brt charter schema`. Paths are relative to this file's folder.",
         f"id: {_q(cid)}  # names the store; [a-z0-9][a-z0-9_-]{{0,63}}",
-        f"title: {_q(title or _topic(question))}",
+        f"title: {_q(title or _title(question))}",
         f"goal: {_q(question)}",
         "# Pages are read only from these hosts: a domain allows its subdomains, an IP address or localhost",
         "# only itself. Redirects and subresources are checked too.",
@@ -109,7 +135,7 @@ def starter_text(
     ]
     for q in questions:
         lines += [
-            f"    - title: {_q(_topic(q))}",
+            f"    - title: {_q(_title(q))}",
             f"      question: {_q(q)}",
             "      # label: SHORT        # optional short name printed in evidence blocks",
             "      # concept: Topic > Subtopic   # optional routing hint for the concept index",
@@ -159,6 +185,6 @@ def charter_init(
     cid, text = starter_text(question, urls, charter_id=charter_id, title=title, sections=sections)
     path = Path(out).expanduser() if out is not None else Path.cwd() / f"{cid}.yaml"
     if os.path.lexists(path) and not force:
-        raise AuditError(f"{path} exists: choose another path with --out, or --force to replace it")
+        raise AuditError(f"{path} exists", advice="init_exists")
     path = write_file(path, text, within=within)
     return StarterCharter(cid, text, path)

@@ -269,7 +269,7 @@ def _evidence(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -
                 quotes += 1
                 urls.add(str(source.get("url") or ""))
                 _block(snap, report, where if i == 0 else f"{where} (also at {i})", source, allowed)
-    _conflicts(syn, report, sections)
+    _conflicts(snap, syn, report, sections, allowed)
     report.checked["quotes"] = quotes
     report.checked["sections"] = len(sections)
     report.checked["urls"] = len(urls)
@@ -313,13 +313,18 @@ def _also_at(block: dict[str, Any]) -> list[dict[str, Any]]:
     return [dict(a, n=block.get("n")) for a in also if isinstance(a, dict)]
 
 
-def _conflicts(syn: dict[str, Any], report: VerifyReport, sections: list[dict[str, Any]]) -> None:
-    """Every conflict cites a source its section holds (a block or one of its ``also_at`` pages), quote and URL
-    alike."""
+def _conflicts(snap: Snapshot, syn: dict[str, Any], report: VerifyReport, sections: list[dict[str, Any]],
+               allowed: list[str] | None) -> None:
+    """Every side of a conflict cites a source its section holds (a block or one of its ``also_at`` pages), quote
+    and URL alike; or, a page no block cites (``n`` 0), a chunk of the snapshot checked as a block is: held by
+    that page, the quote a verbatim span of it, the URL allowed, the date the page's."""
     for c in syn.get("conflicts") or []:
         sec = next((s for s in sections if s.get("title") == c.get("section")), None)
         for side in ("a", "b"):
             claim = c.get(side) or {}
+            if not claim.get("n") and claim.get("chunk_id"):
+                _block(snap, report, f"conflict in {c.get('section')!r} ({side})", claim, allowed)
+                continue
             sources = [
                 src
                 for b in (sec or {}).get("blocks") or []

@@ -20,6 +20,8 @@ __all__ = ["ExtractedPage", "LastUpdatedSource", "decode_html", "extract_page", 
 
 logger = logging.getLogger(__name__)
 
+#: Where a page's date came from. "http-last-modified" is no longer recorded (a server header is not a date the
+#: page states); stores and snapshots written before may still hold it.
 LastUpdatedSource = Literal["modified", "published", "http-last-modified"]
 
 
@@ -75,8 +77,9 @@ def extract_page(
     """Extract the readable text of ``html`` (the full rendered page).
 
     ``region_html`` (the outer HTML of the charter's selector region) limits the text to that region; the
-    page's ``<head>`` is kept so the metadata still counts. ``headers`` are the HTTP response headers (for
-    Last-Modified). Returns None when nothing readable is found. Calls are serialised (``_EXTRACTION_LOCK``)."""
+    page's ``<head>`` is kept so the metadata still counts. ``headers`` are the HTTP response headers (a
+    Last-Modified among them is not taken as the page's date). Returns None when nothing readable is found.
+    Calls are serialised (``_EXTRACTION_LOCK``)."""
     with _EXTRACTION_LOCK:
         return _extract_page(html, url, headers=headers, region_html=region_html, selector=selector)
 
@@ -295,18 +298,18 @@ def _headings(tree: HtmlElement) -> list[str]:
 def _last_updated(
     tree: HtmlElement, document: Any, headers: Mapping[str, str] | None
 ) -> tuple[str | None, LastUpdatedSource | None]:
+    """The date the page states: when it was modified (meta tags, microdata, JSON-LD), else the date trafilatura
+    reads from its metadata and visible text. A server's ``Last-Modified`` header is not the page's date (a static
+    server sends the file's modification time, which a checkout or a deploy sets to now): it is never used here;
+    the HAR keeps it as a response header."""
     modified = _modified_date(tree)
     if modified:
         return modified, "modified"
     published = _normalise_date(getattr(document, "date", None) or "") if document is not None else None
     if published:
         return published, "published"
-    header = _header(headers, "last-modified")
-    if header:
-        try:
-            return parsedate_to_datetime(header).date().isoformat(), "http-last-modified"
-        except (TypeError, ValueError, IndexError):
-            logger.debug("unparsable Last-Modified header %r", header)
+    if _header(headers, "last-modified"):
+        logger.debug("a page states no date; its Last-Modified header is not taken as one")
     return None, None
 
 

@@ -202,6 +202,7 @@ class HarvestReport:
     browser_started: bool | None = None
     # memory.enabled: false: what the harvest kept instead of a store (harvest/keep.py); None: it wrote a store
     kept: Kept | None = None
+    nothing_stored: bool = False  # the run left the charter with no stored page: its empty store was removed
 
     def counts(self) -> dict[str, int]:
         """Events per outcome (all four outcomes present, zero included)."""
@@ -249,6 +250,7 @@ class HarvestReport:
             "popups_closed": self.popups_closed,
             "browser_started": self.browser_started,
             "kept": self.kept.to_json() if self.kept is not None else None,
+            "nothing_stored": self.nothing_stored,
             "events": list(self.events),
         }
 

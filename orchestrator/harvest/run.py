@@ -4,9 +4,10 @@ pipelined writer that chunks and embeds pages into the charter's store while fet
     harvest(charter) -> HarvestReport
 
 Every URL attempted gets exactly one ``harvest_event`` record (stored, skipped, blocked or failed); single
-pages never raise. Only problems that stop the whole harvest raise (BrowserNotFound, HarvestBusy,
-HarvestError). The pieces: ``crawl`` (frontier, limits, retries, writer hand-over) drives a ``PageReader``
-(``readers/playwright``, ``readers/devtools_mcp``); see the package's ``__init__``.
+pages never raise. A run that leaves the charter with no stored page removes the empty store and says so
+(``HarvestReport.nothing_stored``; ``brt harvest`` exits 3). Only problems that stop the whole harvest raise
+(BrowserNotFound, HarvestBusy, HarvestError). The pieces: ``crawl`` (frontier, limits, retries, writer hand-over)
+drives a ``PageReader`` (``readers/playwright``, ``readers/devtools_mcp``); see the package's ``__init__``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory_store.errors import StoreLocked
+from memory_store.errors import MemoryStoreError, StoreLocked
 
 from ..config import open_memory
 from ..errors import DiskFull, HarvestBusy, HarvestError
@@ -107,7 +108,8 @@ async def harvest_async(
         raise HarvestError(f"unknown --via {via!r}: expected playwright or devtools-mcp")
     if via == "devtools-mcp" and (browser_url is not None or replay is not None):
         raise HarvestError(
-            "--via devtools-mcp starts its own browser: it cannot be combined with --browser-url or --replay"
+            "reading through devtools-mcp starts its own browser: it cannot be combined with attaching to a "
+            "running browser (a browser URL) or replaying a HAR"
         )
     if browser_url is not None and replay is not None:
         raise HarvestError("--browser-url and --replay cannot be combined")
@@ -133,11 +135,26 @@ async def harvest_async(
             from .ray_engine import ray_session  # Ray is imported on this path only
 
             async with ray_session(charter, memory, address) as ray_reader:
-                return await _crawl(charter, memory, progress, ray_reader, replay, refresh)
-        reader = _reader(via, Path(memory.path), replay, browser_url)
-        return await _crawl(charter, memory, progress, reader, replay, refresh)
+                report = await _crawl(charter, memory, progress, ray_reader, replay, refresh)
+        else:
+            reader = _reader(via, Path(memory.path), replay, browser_url)
+            report = await _crawl(charter, memory, progress, reader, replay, refresh)
     finally:
         lock.__exit__(None, None, None)
+    await asyncio.to_thread(_drop_if_empty, memory, report)
+    return report
+
+
+def _drop_if_empty(memory: Memory, report: HarvestReport) -> None:
+    """A run that left the charter with no stored page (every URL failed, was blocked or skipped) keeps no empty
+    store: it is removed, and ``report.nothing_stored`` says so. The events stay in the report."""
+    if report.pages_stored or memory.count_pages():
+        return
+    report.nothing_stored = True
+    try:
+        memory.reset()
+    except MemoryStoreError as exc:  # e.g. another harvest started in between: it owns the store now
+        logger.warning("cannot remove the empty store of %s: %s", report.charter_id, exc)
 
 
 def _reader(via: str, store_path: Path, replay: Path | None, browser_url: str | None) -> PageReader:

@@ -496,6 +496,14 @@ def test_markdown_report(audit: Any, home: Path) -> None:
 def test_report_of_a_charter_without_synthesis_is_a_clear_error(audit: Any, home: Path, tmp_path: Path) -> None:
     r = run("report", audit.charter)  # cleaned: no store
     assert r.exit_code == 1 and "brt harvest" in r.output
+    restored = json.loads(run("restore", audit.snapshot, "--id", "audit_nosyn", "--json",
+                              "--charter", tmp_path / "nosyn.yaml").stdout)
+    from orchestrator.config import open_memory
+    from orchestrator.service import load
+
+    (open_memory(load(restored["charter_path"]), create=False).path / "synthesis.json").unlink()
+    r = run("report", restored["charter_path"])
+    assert r.exit_code == 1 and "no synthesis yet" in r.output and "run brt synthesize" in r.output
 
 
 # -- ls and charter init ----------------------------------------------------------------------------------------
@@ -577,6 +585,69 @@ def test_mcp_audit_tools(audit: Any, home: Path, tmp_path: Path) -> None:
     from orchestrator.charter import load_charter
 
     assert load_charter(home / "charters" / "ferry_mcp.yaml").id == "ferry_mcp"
+
+
+def _doc_outside(records: list[dict[str, Any]]) -> None:
+    """The recorded charter as a checkout's charters keep theirs: outputs.doc in a folder beside the charter's."""
+    for rec in records:
+        if rec["type"] != "charter":
+            continue
+        old = rec["sha256"]
+        rec["text"] = rec["text"].replace("doc: out/audit.md", "doc: ../elsewhere/audit.md")
+        assert "../elsewhere/audit.md" in rec["text"]
+        rec["sha256"] = hashlib.sha256(rec["text"].encode("utf-8")).hexdigest()
+        for other in records:
+            if other["type"] == "synthesis" and other.get("charter_sha256") == old:
+                other["charter_sha256"] = rec["sha256"]
+
+
+def test_mcp_restore_then_synthesize(audit: Any, home: Path, tmp_path: Path) -> None:
+    """Over MCP, restore then synthesize works even when the recorded outputs.doc would leave the folder the
+    restored charter is written to; errors name the MCP arguments, in brt's own words outside the quotes."""
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    from tests.e2e.test_mcp import doc_of, error_text, server_params
+
+    snapshot = tampered(audit, tmp_path, _doc_outside)
+    assert run("verify", snapshot, "--no-har").exit_code == 0
+
+    async def flow() -> None:
+        with open(tmp_path / "server.log", "w") as errlog:
+            async with stdio_client(server_params(home), errlog=errlog) as (read, write):
+                async with ClientSession(read, write, read_timeout_seconds=180) as s:
+                    await s.initialize()
+                    restored = doc_of(await s.call_tool("restore", {"snapshot_path": str(snapshot),
+                                                                    "charter_id": "audit_doc"}))
+                    charter = Path(restored["charter_path"])
+                    assert charter == home / "charters" / "audit_doc.yaml"
+                    assert yaml.safe_load(charter.read_text(encoding="utf-8"))["outputs"]["doc"] == "out/audit.md"
+                    valid = doc_of(await s.call_tool("charter_validate", {"path": str(charter)}))
+                    assert valid["valid"] and valid["charter_id"] == "audit_doc"
+                    done = doc_of(await s.call_tool("synthesize", {"charter_path": str(charter)}))
+                    assert done["doc_path"] == str(home / "charters" / "out" / "audit.md")
+                    assert _blocks(done) and done["answered"] == sum(1 for sec in audit.synthesis["sections"]
+                                                                     if sec["blocks"])
+                    again = error_text(await s.call_tool("restore", {"snapshot_path": str(snapshot),
+                                                                      "charter_id": "audit_doc"}))
+                    assert "exists" in again and "charter_id" in again and "--id" not in again
+                    assert "QUOTED PAGE CONTENT" not in again
+                    # a charter whose outputs.doc leaves its folder: the same refusal from validate and synthesize
+                    outside = tmp_path / "charters" / "outside.yaml"
+                    outside.parent.mkdir()
+                    text = charter.read_text(encoding="utf-8").replace("doc: out/audit.md", "doc: ../audit.md")
+                    outside.write_text(text, encoding="utf-8")
+                    refused = error_text(await s.call_tool("charter_validate", {"path": str(outside)}))
+                    same = error_text(await s.call_tool("synthesize", {"charter_path": str(outside)}))
+                    assert refused.split("failed: ", 1)[1] == same.split("failed: ", 1)[1]
+                    assert "outputs.doc" in refused and "out path" in refused and "--allow" not in refused
+                    assert "QUOTED PAGE CONTENT" not in refused
+
+    anyio.run(flow)
+    md = (home / "charters" / "out" / "audit.md").read_text(encoding="utf-8")
+    assert "[Lamp Evidence #1]" in md
 
 
 def test_replaying_the_snapshot_har_gives_the_recorded_blocks(audit: Any, home: Path, tmp_path: Path) -> None:

@@ -4,14 +4,22 @@ Chromium, synthesized with the real model, then cleaned."""
 from __future__ import annotations
 
 import socket
+import sys
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli import cli
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
-    """`brt demo` on the built-in copy of the demo charter, once for the module: (its output, its folder, its
-    BRT_HOME)."""
+    """`brt demo --out reports` from a temporary folder, with this checkout's code, once for the module: (its
+    output, its report folder, its BRT_HOME). A checkout's demo writes where it runs, as an installed one does
+    (tests/e2e/test_wheel.py)."""
     import orchestrator.demo as demo
 
     with socket.socket() as s:
@@ -21,11 +29,10 @@ def demo_run(tmp_path_factory):
     home = tmp_path / "brt_home"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BRT_HOME", str(home))
-        mp.setattr(demo, "DEMO_CHARTER", tmp_path / "missing.yaml")  # use the built-in copy
         mp.chdir(tmp_path)
-        lines: list[str] = []
-        assert demo.run_demo(echo=lines.append) == 0
-    return "\n".join(lines), tmp_path, home
+        result = CliRunner().invoke(cli, ["demo", "--out", "reports"])
+    assert result.exit_code == 0, result.output[-3000:]
+    return result.stdout, tmp_path / "reports", home
 
 
 @pytest.mark.slow
@@ -33,18 +40,20 @@ def demo_run(tmp_path_factory):
 @pytest.mark.model
 def test_run_demo_end_to_end(demo_run):
     """`brt demo`: evidence for the answered sections, a snapshot, and no store left behind."""
-    output, tmp_path, brt_home = demo_run
+    output, out_dir, brt_home = demo_run
     assert "[LCP Evidence #1]" in output and "[CLS Evidence #1]" in output and "[Lab Evidence #1]" in output
     # the threshold questions ("What ... time counts as good?") cite only quotes that state a number
     import json
 
-    report = json.loads((tmp_path / "out" / "demo_cwv.json").read_text())
+    report = json.loads((out_dir / "demo_cwv.json").read_text())
     thresholds = [b for s in report["sections"] if s["label"] in ("LCP", "INP") for b in s["blocks"]]
     assert thresholds and all(any(ch.isdigit() for ch in b["quote"]) for b in thresholds)
     # the index page's one-line entry for the CLS page is not a block beside the CLS page's own
     cls = [b for s in report["sections"] if s["label"] == "CLS" for b in s["blocks"]]
     assert cls and all(b["url"].endswith("/cls.html") for b in cls)
-    assert (tmp_path / "out" / "demo_cwv.md").is_file() and (tmp_path / "out" / "demo_cwv.json").is_file()
+    assert (out_dir / "demo_cwv.md").is_file() and (out_dir / "demo_cwv.json").is_file()
+    assert not (out_dir.parent / "out").exists()  # --out, not ./out
+    assert "report written to reports/demo_cwv.md" in output
     snapshots = list((brt_home / "snapshots").glob("demo_cwv-*.jsonl"))
     assert len(snapshots) == 1
     assert not (brt_home / "memory" / "demo_cwv").exists()
@@ -61,3 +70,19 @@ def test_run_demo_end_to_end(demo_run):
 def test_the_demo_reports_a_gap_for_the_question_the_site_never_answers(demo_run):
     output, _, _ = demo_run
     assert "[HTTP3 Gap]" in output
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.model
+def test_the_docs_show_what_the_demo_prints(demo_run):
+    """The README's and the quick start's sample output is this run's (abridged the same way, the time and the
+    seconds aside): a change to what the demo prints fails here until `python scripts/demo_sample.py` is run."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import demo_sample
+
+    output, _, _ = demo_run
+    made = demo_sample.normalise(demo_sample.abridge(output))
+    for page in demo_sample.PAGES:
+        assert demo_sample.normalise(demo_sample.sample_of(page)) == made, (
+            f"{page.name}'s demo sample is stale: run python scripts/demo_sample.py")

@@ -75,6 +75,13 @@ def test_harvest_search_synthesize_clean(local_site, make_charter, brt_home, emb
     top = doc["hits"][0]
     assert set(top) >= {"id", "url", "last_updated", "score", "snippet", "text"}
     assert "1953" in top["text"] and top["id"].startswith("sha256:")
+    # the hits read the way their scores do: best first by the printed score (MMR chose them, not their order)
+    for query in ("lamp converted to electricity", "tides", "harbour"):
+        scores = [h["score"] for h in json.loads(run("search", charter, query, "-k", "8", "--json").stdout)["hits"]]
+        assert scores == sorted(scores, reverse=True), (query, scores)
+        text = run("search", charter, query, "-k", "8").stdout
+        printed = [float(m) for m in re.findall(r"^\d+\. (-?\d+\.\d{3}) ", text, re.MULTILINE)]
+        assert printed == sorted(printed, reverse=True) and len(printed) == len(scores), (query, printed)
 
     r = run("synthesize", charter)
     assert r.exit_code == 0, r.output
@@ -195,3 +202,97 @@ def test_demo_command(brt_home, embedder):
     assert [v["verdict"] for v in recorded["acceptance"]][:2] == ["covered"] * 2
     assert run("verify", snapshots[0]).exit_code == 0
     assert not (brt_home / "memory" / "demo_cwv").exists()
+
+
+@pytest.mark.browser
+def test_a_harvest_of_a_site_that_is_down_exits_3_and_keeps_no_store(make_charter, brt_home):
+    """Nothing listens on the seed's port: every URL fails, the harvest says so and exits 3 (documented), and no
+    empty store is left behind (status says there is none; a later synthesize says to harvest first)."""
+    import socket
+
+    with socket.socket() as s:  # a port no one listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    charter = make_charter([f"http://127.0.0.1:{port}/index.html"], charter_id="down_site", path="down.yaml",
+                           timeout_s=5).source
+    r = run("harvest", charter)
+    assert r.exit_code == 3, r.output
+    assert "0 stored" in r.stdout and "1 failed" in r.stdout
+    assert "no page was stored" in r.stderr
+    assert not (brt_home / "memory" / "down_site").exists()
+    assert "no store" in run("status", charter).stdout
+    r = run("harvest", charter, "--json")
+    assert r.exit_code == 3, r.output
+    doc = json.loads(r.stdout)
+    assert doc["nothing_stored"] is True and doc["counts"]["failed"] == 1 and doc["pages_stored"] == 0
+    assert not (brt_home / "memory" / "down_site").exists()
+    r = run("synthesize", charter)
+    assert r.exit_code == 1 and "brt harvest" in r.stderr
+
+
+def _bike_share_site(local_site):
+    """Two dated pages of one site that disagree on the size of the fleet (2024: 650 bikes, 2025: 700 bikes), and
+    one page that states no date though its server sends a Last-Modified header (``dated.html``)."""
+    from tests.sites.pages import page
+
+    site = local_site()
+
+    def modified(day: str) -> str:
+        return f'<meta property="article:modified_time" content="{day}T09:00:00Z">'
+
+    site.write("fleet-2024.html", page(
+        "Bike share annual report 2024",
+        "Greenport's bike share has 650 bikes at 80 stations across the old town and the harbour district.",
+        "A day pass costs 4 euros and riders made 310,000 trips over the year, most of them on weekday mornings.",
+        head=modified("2024-04-02")))
+    site.write("fleet-2025.html", page(
+        "Bike share news",
+        "After the spring expansion, Greenport's bike share now has 700 bikes at 80 stations across the old town "
+        "and the harbour district.",
+        "The new bikes have a lighter frame and a basket large enough for a week of shopping.",
+        head=modified("2025-03-10")))
+    site.write("dated.html", page(
+        "Station hours",
+        "Every bike station in Greenport closes at midnight and opens again at five in the morning.",
+        "Riders can return a bike to any station with a free dock, whatever the hour."))
+    return site, [site.url(n) for n in ("fleet-2024.html", "fleet-2025.html", "dated.html")]
+
+
+@pytest.mark.browser
+def test_pages_that_disagree_are_shown_with_their_dates_newest_first(local_site, make_charter, brt_home, embedder,
+                                                                      tmp_path):
+    """The newer page need not win a block: the report shows both values with their pages' dates, newest first,
+    flags the disagreement, and the snapshot verifies it. A page that states no date has none in the report,
+    whatever its server's Last-Modified header says."""
+    site, seeds = _bike_share_site(local_site)
+    charter = make_charter(site, seeds=seeds, max_depth=0, charter_id="bikes", path="bikes.yaml",
+                           outputs={"doc": "out/bikes.md"},
+                           sections=[{"title": "Fleet", "question": "How many bikes does Greenport's bike share have?"},
+                                     {"title": "Hours", "question": "When do Greenport's bike stations close?"}],
+                           retrieval={"k": 1}).source
+    r = run("harvest", charter)
+    assert r.exit_code == 0, r.output
+    r = run("synthesize", charter, "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    fleet = [c for c in doc["conflicts"] if c["section"] == "Fleet"]
+    assert fleet, doc["conflicts"]
+    c = fleet[0]
+    assert (c["a"]["value"], c["a"]["last_updated"]) == ("700 bikes", "2025-03-10"), c
+    assert (c["b"]["value"], c["b"]["last_updated"]) == ("650 bikes", "2024-04-02"), c
+    assert {c["a"]["url"], c["b"]["url"]} == {site.url("fleet-2025.html"), site.url("fleet-2024.html")}
+    md = (charter.parent / "out" / "bikes.md").read_text(encoding="utf-8")
+    line = next(ln for ln in md.splitlines() if ln.startswith("[Fleet Conflict]"))
+    assert line.index("700 bikes (last updated: 2025-03-10)") < line.index("650 bikes (last updated: 2024-04-02)")
+    sides = md.split(line + "\n", 1)[1].splitlines()[:2]  # each side's line, newest first
+    assert "fleet-2025.html (last updated: 2025-03-10)" in sides[0] and "2024-04-02" in sides[1], sides
+    hours = next(s for s in doc["sections"] if s["title"] == "Hours")
+    undated = [b for b in hours["blocks"] if b["url"] == site.url("dated.html")]
+    assert undated and all(b["last_updated"] is None for b in undated), hours
+    assert "dated.html (last updated: unknown)" in md
+    report = run("report", charter, "--format", "md")
+    assert report.exit_code == 0 and "700 bikes (last updated: 2025-03-10) vs 650 bikes" in report.stdout
+    snapshot = tmp_path / "bikes.jsonl"
+    assert run("clean", charter, "--snapshot", snapshot).exit_code == 0
+    r = run("verify", snapshot)
+    assert r.exit_code == 0, r.output

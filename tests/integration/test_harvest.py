@@ -194,7 +194,7 @@ def test_replay_works_with_the_server_down(local_site, make_charter, brt_home, e
     assert "not in replay HAR" in report.events[0]["reason"]
 
 
-def test_load_timeout_still_takes_the_dom_and_header_date(local_site, make_charter, brt_home, embedder):
+def test_load_timeout_still_takes_the_dom_and_no_header_date(local_site, make_charter, brt_home, embedder):
     site = local_site()
     seeds = [site.url("slow.html"), site.url("dated.html")]
     charter = make_charter(site, seeds=seeds, max_depth=0, timeout_s=1.5)
@@ -203,7 +203,7 @@ def test_load_timeout_still_takes_the_dom_and_header_date(local_site, make_chart
     mem = open_memory(charter)
     assert "keeps the load event waiting" in mem.page(site.url("slow.html")).text
     dated = mem.page(site.url("dated.html"))
-    assert (dated.last_updated, dated.last_updated_source) == ("2024-10-02", "http-last-modified")
+    assert dated.text and (dated.last_updated, dated.last_updated_source) == (None, None)  # a header is no date
 
 
 def test_robots_txt_is_obeyed(local_site, make_charter, brt_home, embedder):

@@ -128,7 +128,7 @@ def _default_files(port: int) -> dict[str, str]:
         "away.html": page("Away", "Redirect target text that must never be stored in the evidence store."),
         "dated.html": page(
             "Dated page",
-            "A page without any date in its markup; only the HTTP Last-Modified header tells its age.",
+            "A page without any date in its markup; the server sends a Last-Modified header all the same.",
         ),
     }
 

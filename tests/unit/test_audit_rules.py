@@ -44,6 +44,31 @@ def test_charter_init_writes_a_valid_commented_charter(tmp_path: Path, monkeypat
     assert bad_id.exit_code == 2 and "id" in bad_id.output
 
 
+@pytest.mark.parametrize("question, title", [
+    ("How much does an annual pass cost?", "How much does an annual pass cost"),
+    ("How far can an electric bike go on one charge?", "How far can an electric bike go on one charge"),
+    ("what are the opening hours of the ferry office?", "What are the opening hours of the ferry office"),
+    ("What are the fares for adults, children and bicycles, and are there discounts for residents of the "
+     "island?", "What are the fares for adults, children and bicycles"),
+    ("When was the lighthouse lamp converted to electricity and who paid for the conversion of the old keepers "
+     "cottage?", "When was the lighthouse lamp converted to electricity …"),
+])
+def test_charter_init_titles_read_as_titles(tmp_path: Path, question: str, title: str) -> None:
+    """A section's title is the question's own words from its start (a short question whole, a long one its first
+    clause or first words), never a string of its content words ("Much annual pass cost")."""
+    from orchestrator.charter import load_charter
+
+    r = run("charter", "init", "What does the island ferry cost?", "https://ferry.test/", "--section", question,
+            "--out", tmp_path / "c.yaml")
+    assert r.exit_code == 0, r.output
+    charter = load_charter(tmp_path / "c.yaml")
+    got = charter.outputs.sections[1].title
+    assert got == title
+    words = got.rstrip(" …").split()
+    assert " ".join(question.split()).lower().startswith(" ".join(words).lower()) and len(got) <= 62
+    assert charter.title == "What does the island ferry cost"
+
+
 def test_quantities_and_conflicts_unit() -> None:
     from orchestrator.audit.conflicts import SectionBlocks, find_conflicts
     from orchestrator.audit.quantities import quantities
@@ -81,6 +106,39 @@ def test_quantities_and_conflicts_unit() -> None:
         ("The crossing takes 4.3 seconds, says the guide.", "https://b.example/2"),
     ))
     assert conflicts == []
+
+
+def test_a_page_no_block_cites_can_conflict_and_the_newest_side_comes_first() -> None:
+    from orchestrator.audit.conflicts import SectionBlocks, find_conflicts
+
+    old = "The city's bike share has 650 bikes at 80 stations across the old town."
+    new = "The city's bike share now has 700 bikes at 80 stations across the old town."
+    block = {"n": 1, "quote": old, "url": "https://bikes.test/2024/fleet", "last_updated": "2024-04-02"}
+    other = {"n": 0, "quote": new, "url": "https://bikes.test/2025/fleet", "last_updated": "2025-03-10",
+             "chunk_id": "sha256:" + "a" * 64}
+    same = dict(other, quote=old, url="https://bikes.test/about", chunk_id="sha256:" + "b" * 64)
+    conflicts, agreements = find_conflicts([SectionBlocks("Fleet", "Fleet", [block], [other, same])])
+    assert len(conflicts) == 1
+    c = conflicts[0]
+    assert (c.a.value, c.a.last_updated, c.a.n, c.a.chunk_id) == ("700 bikes", "2025-03-10", 0, other["chunk_id"])
+    assert (c.b.value, c.b.last_updated, c.b.n, c.b.chunk_id) == ("650 bikes", "2024-04-02", 1, None)
+    assert agreements == []  # a page no block cites agrees with no one in the report
+    # the newer side first whichever is the block; an undated side last; two statements no block cites: no pair
+    flipped, _ = find_conflicts([SectionBlocks("Fleet", "Fleet", [dict(block, last_updated="2026-01-01")],
+                                               [other])])
+    assert flipped[0].a.n == 1 and flipped[0].b.n == 0
+    undated, _ = find_conflicts([SectionBlocks("Fleet", "Fleet", [dict(block, last_updated=None)], [other])])
+    assert undated[0].a.n == 0 and undated[0].b.last_updated is None
+    assert find_conflicts([SectionBlocks("Fleet", "Fleet", [], [other, same])]) == ([], [])
+    # a page no block cites whose quote names another subject is about something else, whatever its sentences say
+    lcp = {"n": 1, "quote": "What counts as good A Largest Contentful Paint of 2.5 seconds or less is good. Between "
+           "2.5 and 4 seconds it needs improvement.", "url": "https://a.test/lcp", "last_updated": "2025-01-01"}
+    inp = {"n": 0, "quote": "What counts as good An Interaction to Next Paint of 200 milliseconds or less is good. "
+           "Between 200 and 500 milliseconds it needs improvement.", "url": "https://a.test/inp",
+           "last_updated": "2024-01-01", "chunk_id": "sha256:" + "c" * 64}
+    assert find_conflicts([SectionBlocks("LCP", "LCP", [lcp], [inp])])[0] == []
+    as_block = find_conflicts([SectionBlocks("LCP", "LCP", [lcp, dict(inp, n=2)])])[0]
+    assert as_block  # between two blocks the section chose, the sentences' own names decide, as before
 
 
 def test_quote_in_chunk_follows_the_evidence_contract() -> None:

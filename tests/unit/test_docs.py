@@ -68,6 +68,10 @@ def test_the_site_builds_strictly(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert (tmp_path / "site" / "cli" / "index.html").is_file()
+    # wide code blocks wrap instead of being cut off: the stylesheet is built and every page links it
+    css = (tmp_path / "site" / "stylesheets" / "extra.css").read_text(encoding="utf-8")
+    assert re.search(r"pre\s*>\s*code\s*\{[^}]*white-space:\s*pre-wrap", css)
+    assert 'href="../stylesheets/extra.css"' in (tmp_path / "site" / "quickstart" / "index.html").read_text()
 
 
 def _nav_pages() -> list[str]:

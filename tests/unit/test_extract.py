@@ -78,15 +78,20 @@ def test_published_date_when_no_modified_date():
     assert (page.last_updated, page.last_updated_source) == ("2023-01-05", "published")
 
 
-def test_http_last_modified_header_as_last_resort():
-    page = extract_page(
-        _html(), "https://web.dev/e", headers={"Last-Modified": "Wed, 02 Oct 2024 10:00:00 GMT"}
-    )
+def test_a_server_last_modified_header_is_not_the_page_date():
+    """A static server sends a file's modification time (a checkout or a deploy sets it to now): a page that
+    states no date has none, whatever the header says."""
+    for headers in (HEADER_2024, OLD_HEADER, None):
+        page = extract_page(_html(), "https://web.dev/e", headers=headers)
+        assert page is not None
+        assert (page.last_updated, page.last_updated_source) == (None, None), headers
+
+
+def test_a_date_the_page_shows_is_its_date():
+    body = BODY.replace("</h1>", "</h1><p>Last updated: 12 March 2024</p>")
+    page = extract_page(_html(body=body), "https://web.dev/f", headers=HEADER_2024)
     assert page is not None
-    assert (page.last_updated, page.last_updated_source) == ("2024-10-02", "http-last-modified")
-    page = extract_page(_html(), "https://web.dev/e")
-    assert page is not None
-    assert (page.last_updated, page.last_updated_source) == (None, None)
+    assert (page.last_updated, page.last_updated_source) == ("2024-03-12", "published")
 
 
 def test_selector_region_keeps_head_metadata():

@@ -16,8 +16,9 @@ from orchestrator.jobs import Jobs
 
 
 class _Report:
-    def __init__(self, charter_id: str) -> None:
+    def __init__(self, charter_id: str, nothing_stored: bool = False) -> None:
         self.charter_id = charter_id
+        self.nothing_stored = nothing_stored
 
     def to_json(self) -> dict[str, Any]:
         return {"charter_id": self.charter_id, "pages_stored": 3}
@@ -32,7 +33,7 @@ def fake_harvest(monkeypatch):
     happened in ``log``; ``fail`` raises that error at once."""
     import orchestrator.harvest as harvest_pkg
 
-    state: dict[str, Any] = {"steps": 5, "delay": 0.05, "fail": None, "log": []}
+    state: dict[str, Any] = {"steps": 5, "delay": 0.05, "fail": None, "log": [], "nothing_stored": False}
 
     async def fake(charter: Any, *, progress: Any, **options: Any) -> _Report:
         if state["fail"] is not None:
@@ -46,7 +47,7 @@ def fake_harvest(monkeypatch):
             state["log"].append(("cancelled", charter.id))
             raise
         state["log"].append(("done", charter.id, options))
-        return _Report(charter.id)
+        return _Report(charter.id, state["nothing_stored"])
 
     monkeypatch.setattr(harvest_pkg, "harvest_async", fake)
     monkeypatch.setattr("orchestrator.jobs._store_after", lambda charter: {"exists": True})
@@ -67,6 +68,15 @@ def test_job_runs_in_background_and_reports(fake_harvest, make_charter):
     assert doc["progress"]["fetch"] == {"done": 5, "total": 5} and doc["finished_at"] and doc["elapsed_s"] > 0
     assert fake_harvest["log"] == [("done", "a", {"refresh": True})]
     assert jobs.latest("a") is done and jobs.running("a") is None
+
+
+def test_a_harvest_that_stores_nothing_is_a_failed_job_with_its_report(fake_harvest, make_charter):
+    """What the CLI's exit 3 is to a job: failed (NothingStored), the report kept to say why."""
+    fake_harvest["nothing_stored"] = True
+    jobs = Jobs()
+    done = jobs.wait(jobs.start_harvest(_charter(make_charter, "a")).id, timeout=10)
+    assert done.state == "failed" and done.error_type == "NothingStored" and "stored no page" in done.error
+    assert done.report is not None and done.report["charter_id"] == "a"
 
 
 def test_second_harvest_of_a_charter_is_refused_while_one_runs(fake_harvest, make_charter):

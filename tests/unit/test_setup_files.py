@@ -17,7 +17,7 @@ import yaml
 
 from orchestrator.charter import load_charter, parse_charter
 from orchestrator.demo import (
-    _FALLBACK_CHARTER,
+    BUILTIN_CHARTER,
     DEMO_CHARTER,
     DEMO_PORT,
     DEMO_SITE,
@@ -73,10 +73,14 @@ def _parse(name: str) -> _Page:
 
 
 @pytest.mark.parametrize("name", ["demo.yaml", "cwv_audit.yaml"])
-def test_example_charters_validate(name):
-    charter = load_charter(ROOT / "charters" / name)
+def test_example_charters_validate_as_synthesize_takes_them(name):
+    """The shipped charters pass what harvest and synthesize check (their report stays in charters/out/)."""
+    from orchestrator import service
+    from orchestrator.safe_paths import charter_doc_path
+
+    charter = service.validate(ROOT / "charters" / name)
     assert charter.outputs.sections
-    assert charter.doc_path.resolve().parent == (ROOT / "out").resolve()
+    assert charter_doc_path(charter).parent == (ROOT / "charters" / "out").resolve()
 
 
 def test_demo_charter_points_at_demo_site():
@@ -88,14 +92,27 @@ def test_demo_charter_points_at_demo_site():
     assert any("HTTP/3" in (s.question or "") for s in charter.outputs.sections)  # the Gap the demo shows
 
 
-def test_fallback_charter_matches_repo_copy():
+def test_builtin_charter_matches_repo_copy():
     repo = yaml.safe_load(DEMO_CHARTER.read_text(encoding="utf-8"))
-    fallback = dict(_FALLBACK_CHARTER, outputs=dict(_FALLBACK_CHARTER["outputs"]))
-    assert fallback["outputs"].pop("doc") == "out/demo_cwv.md"
+    builtin = dict(BUILTIN_CHARTER, outputs=dict(BUILTIN_CHARTER["outputs"]))
+    assert builtin["outputs"].pop("doc") == "demo_cwv.md"
     repo["outputs"].pop("doc")
-    assert repo == fallback
-    parse_charter(_FALLBACK_CHARTER)
+    assert repo == builtin
+    parse_charter(BUILTIN_CHARTER)
     assert load_demo_charter().id == "demo_cwv"
+
+
+def test_the_demo_writes_where_it_runs_or_where_out_says(tmp_path, monkeypatch):
+    """From a checkout or a wheel alike: ./out under the current folder, or the --out folder (relative to it)."""
+    monkeypatch.chdir(tmp_path)
+    assert load_demo_charter().doc_path == tmp_path / "out" / "demo_cwv.md"
+    assert load_demo_charter("reports/cwv").doc_path == tmp_path / "reports" / "cwv" / "demo_cwv.md"
+    elsewhere = tmp_path / "abs"
+    charter = load_demo_charter(elsewhere)
+    assert charter.doc_path == elsewhere / "demo_cwv.md" and charter.source == elsewhere / "demo_cwv.yaml"
+    from orchestrator.safe_paths import charter_doc_path
+
+    assert charter_doc_path(charter) == elsewhere / "demo_cwv.md"  # what synthesize takes
 
 
 # -- demo site ---------------------------------------------------------------------------------------------
