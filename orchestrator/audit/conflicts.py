@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from .quantities import Quantity, context_similarity, names_compatible, quantities, same_value
 
@@ -50,10 +49,11 @@ class Claim:
     last_updated: str | None
     quote: str
     value: str  # the mention as written
+    origin: str = "harvest"  # how the cited page entered the store ("add_page": added without a harvest)
 
     def to_json(self) -> dict[str, Any]:
         return {"n": self.n, "url": self.url, "last_updated": self.last_updated, "value": self.value,
-                "quote": self.quote}
+                "quote": self.quote, "origin": self.origin}
 
 
 @dataclass
@@ -90,8 +90,13 @@ class Agreement:
 
 
 def _page_key(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{(parts.hostname or '').lower()}{parts.path.rstrip('/') or '/'}?{parts.query}"
+    """One page however its URL is spelled (WHATWG: host case, default port, dot segments)."""
+    from ..url_safety import parse
+
+    parts = parse(url)
+    if parts is None:
+        return url
+    return f"{parts.hostname}{parts.path.rstrip('/') or '/'}{parts.query or '?'}"
 
 
 def same_quantity(a: Quantity, b: Quantity) -> float:
@@ -191,4 +196,5 @@ def _claim(block: dict[str, Any], q: Quantity) -> Claim:
         last_updated=block.get("last_updated"),
         quote=str(block.get("quote") or ""),
         value=q.shown,
+        origin=str(block.get("origin") or "harvest"),
     )
