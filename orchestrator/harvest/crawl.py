@@ -356,6 +356,8 @@ class Crawl(ReadingHost):
             summary["stopped"] = self.report.stopped
         if self.report.egress is not None:  # the audit trail says how the browser was held (net/proxy.py)
             summary["egress"] = self.report.egress.as_record()
+        if self.report.engine is not None:  # and where it ran (a Ray address comes from the operator only)
+            summary["engine"] = dict(self.report.engine)
         self.report.summary_table = summary
         self.journal.record_summary(summary)
 
