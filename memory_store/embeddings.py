@@ -135,19 +135,25 @@ class Embedder:
 
     def _load_onnx(self) -> None:
         """The exported model on ONNX Runtime (exported from the local weights first when not cached)."""
-        from .model_export import ensure_export
+        from .model_export import ensure_export, verified_bytes, verified_source
         from .onnx_backend import OnnxEncoder
 
         int8 = self.backend == "onnx-int8"
         exported = ensure_export(self.name, self.path, int8=int8)
         onnx_file = exported.int8 if int8 else exported.fp32
         assert onnx_file is not None
+        model_bytes = verified_bytes(exported, int8)  # security: hash-checked, and these very bytes loaded
+        try:
+            tokenizer_json = verified_source(self.path, "tokenizer.json").decode("utf-8")
+        except UnicodeDecodeError:
+            raise EmbeddingModelError(f"{self.path / 'tokenizer.json'} is not UTF-8 JSON") from None
         if int8:
             self.recipe = exported.manifest.get("int8", {}).get("recipe")
         self.pooling = _pooling_for(self.path, self.name)
         self.max_tokens = max_tokens_for_path(self.path) or 512
         self._onnx = OnnxEncoder(
-            onnx_file, self.path / "tokenizer.json", max_tokens=self.max_tokens, pooling=self.pooling
+            onnx_file, self.path / "tokenizer.json", max_tokens=self.max_tokens, pooling=self.pooling,
+            model_bytes=model_bytes, tokenizer_json=tokenizer_json,
         )
         try:
             self.dim = int(json.loads((self.path / "config.json").read_text())["hidden_size"])

@@ -28,7 +28,10 @@ def embedding_threads() -> int:
 class OnnxEncoder:
     """Tokenizer + ONNX Runtime session of one exported model; ``encode`` gives pooled, unnormalised vectors."""
 
-    def __init__(self, onnx_file: Path, tokenizer_file: Path, *, max_tokens: int, pooling: str) -> None:
+    def __init__(self, onnx_file: Path, tokenizer_file: Path, *, max_tokens: int, pooling: str,
+                 model_bytes: bytes | None = None, tokenizer_json: str | None = None) -> None:
+        """``model_bytes`` / ``tokenizer_json``: the files' contents already read (and hash-checked,
+        ``model_export.verified_bytes``), loaded instead of reading the paths again."""
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -40,10 +43,15 @@ class OnnxEncoder:
         self.max_tokens = max_tokens
         try:
             # two instances: counting must see the whole text, embedding truncates like FlagEmbedding
-            self._count_tok = Tokenizer.from_file(str(tokenizer_file))
+            def load() -> Any:
+                if tokenizer_json is not None:
+                    return Tokenizer.from_str(tokenizer_json)
+                return Tokenizer.from_file(str(tokenizer_file))
+
+            self._count_tok = load()
             self._count_tok.no_truncation()
             self._count_tok.no_padding()
-            self._embed_tok = Tokenizer.from_file(str(tokenizer_file))
+            self._embed_tok = load()
             self._embed_tok.enable_truncation(max_length=max_tokens)
             self._embed_tok.no_padding()
         except Exception as exc:
@@ -58,7 +66,8 @@ class OnnxEncoder:
         opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
         self.session_options = opts
         try:
-            self._session = ort.InferenceSession(str(onnx_file), opts, providers=["CPUExecutionProvider"])
+            model = model_bytes if model_bytes is not None else str(onnx_file)
+            self._session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise EmbeddingModelError(f"cannot load ONNX model {onnx_file}: {exc}") from exc
         self._inputs = {i.name for i in self._session.get_inputs()}

@@ -92,3 +92,39 @@ def test_quote_in_chunk_follows_the_evidence_contract() -> None:
     assert not quote_in_chunk("Its lamp was converted in 1935", chunk)
     assert not quote_in_chunk("The lighthouse … in 1953", chunk)  # no elision inside a quote
     assert not quote_in_chunk("…", chunk)
+
+
+@pytest.mark.parametrize("raw", ["harbour\n", "harbour\t", "harbour\u3000", " harbour", "harbour\r\n",
+                                 "harbour\u00a0", "Harbour", "har bour", ""])
+def test_charter_init_checks_the_id_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    """The id names the starter's file: it is checked byte for byte, never tidied into a valid one first
+    (issue 41.7: a trailing newline, a tab or an ideographic space is an error)."""
+    from orchestrator.audit.starter import charter_init
+    from orchestrator.errors import CharterError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CharterError) as err:
+        charter_init("How deep is the harbour?", ["https://harbour.example/"], charter_id=raw)
+    assert "id" in str(err.value)
+    assert list(tmp_path.iterdir()) == []  # nothing written, under any name
+    r = run("charter", "init", "How deep is the harbour?", "https://harbour.example/", "--id", raw)
+    assert r.exit_code == 2 and list(tmp_path.iterdir()) == [], r.output
+
+
+def test_charter_init_names_the_file_after_the_id_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    from orchestrator.audit.starter import charter_init
+
+    monkeypatch.chdir(tmp_path)
+    done = charter_init("How deep is the harbour?", ["https://harbour.example/"], charter_id="harbour_depth")
+    assert done.path == tmp_path / "harbour_depth.yaml"
+    assert yaml.safe_load(done.path.read_text(encoding="utf-8"))["id"] == done.charter_id == "harbour_depth"
+    # a charter file whose id carries whitespace is refused when loaded too, not tidied
+    from orchestrator.charter import load_charter
+    from orchestrator.errors import CharterError
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(done.path.read_text(encoding="utf-8").replace('id: "harbour_depth"', 'id: "harbour_depth\\t"'))
+    with pytest.raises(CharterError, match="id"):
+        load_charter(bad)
