@@ -144,3 +144,85 @@ def test_a_page_is_cited_under_the_url_it_was_served_from(hostile, brt_home, emb
     assert "payable by every vessel" in mem.page(hostile.url("official/policy.html")).text
     hit = mem.search("Were the harbour dues abolished?", k=1)[0]
     assert hit.metadata["url"] == hostile.url("blog/post.html")
+
+
+class _PeakMemory:
+    """The peak resident memory of this process and of its children (the browser, brt's workers), sampled."""
+
+    def __init__(self) -> None:
+        import threading
+
+        import psutil
+
+        self.me = psutil.Process()
+        self.own = self.children = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            try:
+                own = self.me.memory_info().rss
+                children = 0
+                for child in self.me.children(recursive=True):
+                    try:
+                        children += child.memory_info().rss
+                    except psutil.Error:
+                        continue
+            except psutil.Error:
+                continue
+            self.own, self.children = max(self.own, own), max(self.children, children)
+            self._stop.wait(0.1)
+
+    def __enter__(self) -> _PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+GIB = 1 << 30
+
+
+def test_pages_of_200000_links_stop_at_max_duration_within_bounded_memory(hostile, brt_home, embedder):
+    """A page of 200,000 links as served, and one whose script builds 200,000 links: the harvest ends at its
+    max_duration_s (not minutes later), the page's content is read in a worker whose memory is bounded, and
+    neither brt nor its children take gigabytes (issue 41.5)."""
+    from orchestrator.harvest.workers import MEMORY_BYTES
+
+    budget = 20
+    charter = _charter(hostile, ["links-200k.html", "links-js.html"], "hostile_link_farm", max_depth=1,
+                       max_pages=4, timeout_s=30, max_duration_s=budget)
+    with _PeakMemory() as peak:
+        report, took = _run(charter, 300)
+    assert took < budget + 20, took  # a hard stop: the run's own cleanup aside, nothing waits for the pages
+    assert report.stopped is None or report.stopped.startswith("max_duration_s"), report.stopped
+    events = _events(report)
+    assert {"links-200k.html", "links-js.html"} <= set(events)
+    assert peak.own < 1.5 * GIB, peak.own >> 20  # no page's trees in brt's own process
+    # the browser renders 200,000 links (a few hundred MB); the workers are held to MEMORY_BYTES each
+    assert peak.children < 3 * GIB, peak.children >> 20
+    assert MEMORY_BYTES <= GIB
+
+
+def test_subresource_gzip_bombs_are_stopped_at_the_pages_byte_budget(hostile, brt_home, embedder):
+    """A page whose scripts, stylesheets, images, iframes and fetches are each a 1 GiB gzip bomb, rendered
+    (render: always): the decoded bytes its responses bring into the browser are counted as they arrive and its
+    loads are stopped past 4 x max_page_bytes; the page is not read, the browser stays within bounded memory,
+    and the next page is read as usual."""
+    max_page_bytes = 5_000_000
+    charter = _charter(hostile, ["bombs.html", "plain.html"], "hostile_bombs", timeout_s=20, concurrency=1,
+                       max_page_bytes=max_page_bytes)
+    with _PeakMemory() as peak:
+        report, took = _run(charter, 200)
+    events = _events(report)
+    bombed = events["bombs.html"]
+    assert bombed["outcome"] == "failed" and "bytes decoded" in bombed["reason"], bombed
+    assert str(4 * max_page_bytes) in bombed["reason"]
+    assert events["plain.html"]["outcome"] == "stored", events["plain.html"]
+    assert peak.children < 2 * GIB, peak.children >> 20  # 6 x 1 GiB of bombs, each inflated by the browser
+    assert took < 120, took
