@@ -195,11 +195,12 @@ def verify_store(charter: Any) -> VerifyReport:
 def _store_snapshot(charter: Any, mem: Any, synthesis: dict[str, Any] | None) -> Snapshot:
     """A store's pages, chunks, journal and recorded synthesis as the parts of a snapshot (no manifest)."""
     from ..harvest.journal import ADDED, page_origins
+    from .trail import charter_records, stored_charters
 
     events = mem.events()
     origins = page_origins(events)
     snap = Snapshot(path=Path(charter.source or charter.id), manifest={"charter_id": charter.id}, sha256="",
-                    events=events, synthesis=synthesis)
+                    events=events, synthesis=synthesis, charters=charter_records(stored_charters(mem)))
     for p in mem.pages():
         snap.pages.append({"url": p.requested_url or p.url, "final_url": p.url, "title": p.title, "text": p.text,
                            "last_updated": p.last_updated, "last_updated_source": p.last_updated_source,
@@ -528,6 +529,7 @@ def _page_har(snap: Snapshot, report: VerifyReport, read: _Har, page: dict[str, 
                                   f"{origin}")
     if origin == ADDED:
         counts["added"] += 1
+        report.checked["provenance"] = report.checked.get("provenance", 0) + 1
         report.warn("provenance", f"page {final} was added without a harvest (add_page): no server response "
                                   "proves its text")
         _compare(report, page, final, rec)

@@ -260,6 +260,9 @@ def merged_har(hars: list[Path]) -> dict[str, Any] | None:
     provenance: list[Any] = []
     comments: list[str] = []
     for har in reversed(hars):
+        if har.is_symlink():  # the store's own recordings only: a link planted there is not followed
+            logger.warning("skipping %s: a symlink, not a recording of this store", har)
+            continue
         try:
             data = json.loads(har.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

@@ -128,3 +128,35 @@ def test_charter_init_names_the_file_after_the_id_it_wrote(tmp_path: Path, monke
     bad.write_text(done.path.read_text(encoding="utf-8").replace('id: "harbour_depth"', 'id: "harbour_depth\\t"'))
     with pytest.raises(CharterError, match="id"):
         load_charter(bad)
+
+
+def test_ls_follows_no_symlink_and_reads_no_fifo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`brt ls` lists only regular files of $BRT_HOME/snapshots: a snapshot name that is a link (to /dev/zero, to
+    a file elsewhere) or a FIFO is listed as a problem at once, never read or waited on (issue 41.7)."""
+    import json
+    import os
+    import threading
+
+    from orchestrator.audit.catalog import ls
+
+    home = tmp_path / "home"
+    snaps = home / "snapshots"
+    snaps.mkdir(parents=True)
+    monkeypatch.setenv("BRT_HOME", str(home))
+    (snaps / "good-1.jsonl").write_text(json.dumps({"type": "manifest", "charter_id": "good", "counts": {"page": 2}})
+                                        + "\n", encoding="utf-8")
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text(json.dumps({"type": "manifest", "charter_id": "secret"}) + "\n", encoding="utf-8")
+    (snaps / "zero.jsonl").symlink_to("/dev/zero")
+    (snaps / "elsewhere.jsonl").symlink_to(secret)
+    os.mkfifo(snaps / "fifo.jsonl")
+    (snaps / "good-1.har").symlink_to(secret)
+    done: list[object] = []
+    thread = threading.Thread(target=lambda: done.append(ls()), daemon=True)
+    thread.start()
+    thread.join(20)
+    assert done, "brt ls hung on a link or a FIFO"
+    entries = {s.id: s for s in done[0].snapshots}  # type: ignore[attr-defined]
+    assert entries["good-1"].charter_id == "good" and entries["good-1"].pages == 2 and not entries["good-1"].har
+    for name in ("zero", "elsewhere", "fifo"):
+        assert entries[name].problem and entries[name].charter_id is None, entries[name]
