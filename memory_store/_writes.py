@@ -5,6 +5,7 @@ write left behind."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OPTIMIZE_AFTER_CHUNKS = 256
+#: Texts embedded between two looks at a stop signal (``embed_new``): larger than the new chunks of an ordinary
+#: batch of pages, so their embedding is one pass as before; a page of tens of thousands of chunks is cut.
+EMBED_SLICE = 1024
 
 
 def collect_inputs(pages: Any) -> dict[str, PageInput]:
@@ -64,10 +68,14 @@ def chunk_locally(emb: Embedder, inputs: dict[str, PageInput]) -> dict[str, list
     return chunked
 
 
-def embed_new(emb: Embedder, chunked: dict[str, list[Chunk]], known: set[str]) -> dict[str, Any]:
+def embed_new(
+    emb: Embedder, chunked: dict[str, list[Chunk]], known: set[str], *, stop: threading.Event | None = None
+) -> dict[str, Any]:
     """Vectors of the chunks the store does not hold yet (``known``: its chunk ids), by chunk id. Done outside
     the write lock (the slow part): whatever another writer adds meanwhile is simply reused, whatever it removes
-    is embedded under the lock by ``reconcile``."""
+    is embedded under the lock by ``reconcile``. ``stop``: checked between slices of ``EMBED_SLICE`` texts (a
+    page of tens of thousands of chunks is not embedded to its end once the caller stopped); the vectors
+    embedded so far are returned, and the caller writes nothing."""
     todo: dict[str, str] = {}
     for chunks in chunked.values():
         for c in chunks:
@@ -75,8 +83,14 @@ def embed_new(emb: Embedder, chunked: dict[str, list[Chunk]], known: set[str]) -
                 todo.setdefault(c.id, c.text)
     if not todo:
         return {}
-    vecs = emb.embed_documents(list(todo.values()))
-    return dict(zip(todo, vecs, strict=True))
+    ids, texts = list(todo), list(todo.values())
+    out: dict[str, Any] = {}
+    for start in range(0, len(texts), EMBED_SLICE):
+        if stop is not None and stop.is_set():
+            break
+        vecs = emb.embed_documents(texts[start : start + EMBED_SLICE])
+        out.update(zip(ids[start : start + EMBED_SLICE], vecs, strict=True))
+    return out
 
 
 def page_meta(store: LanceStore, url: str) -> dict[str, Any]:

@@ -207,7 +207,7 @@ def _also_at(bundle: AuditBundle, block: dict[str, Any]) -> str:
             url = str(src.get("url") or "")
             items.append(f"{_link(url, _display(url))}{_added(bundle, src)} (last updated: "
                          f"{_e(src.get('last_updated') or 'unknown')})")
-    return f'<p class="cite">also at {"; ".join(items)}</p>' if items else ""
+    return f'<p class="cite also">also at {"; ".join(items)}</p>' if items else ""
 
 
 def _conflicts(bundle: AuditBundle, syn: dict[str, Any]) -> list[str]:

@@ -24,6 +24,7 @@ from .net.urls import canonical_url, filter_links
 from .reader import PageRead, PageReader, ReadingHost
 from .revalidate import load_fingerprints
 from .summary import summarize
+from .workers import warm as warm_workers
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class Crawl(ReadingHost):
         self.fingerprints: dict[str, dict[str, Any]] = {}  # refresh: URL -> fingerprint of its stored page
         self.replay_index: ReplayIndex | None = None  # with replay: the HAR's responses (har.ReplayIndex)
         self.resume_links: dict[str, list[str]] = {}
+        self._warming: asyncio.Future[None] | None = None
         self.init_politeness()  # per-host slots and delays, robots.txt (reader.ReadingHost)
         self.journal = Journal(memory, self.run_id, on_disk_full=self.budget.stop)
         self.writer = Writer(
@@ -142,9 +144,13 @@ class Crawl(ReadingHost):
         if self.replay is not None:  # the HAR's bodies: fingerprints without asking the browser for them
             self.replay_index = await asyncio.to_thread(ReplayIndex, self.replay)
         self.journal.start()
+        # the page-reading workers start while the browser launches (workers.py)
+        self._warming = asyncio.ensure_future(asyncio.to_thread(warm_workers))
 
     async def stop(self) -> None:
         """Flush the journal, then compact the store if this harvest wrote to it."""
+        if self._warming is not None:
+            await asyncio.gather(self._warming, return_exceptions=True)
         await self.journal.close()
         if self.report.pages_stored:
             try:
@@ -168,6 +174,7 @@ class Crawl(ReadingHost):
             task.result()
             return
         self.budget.stop(self.budget.duration_reason())  # first: the stopped pages' events give it as reason
+        self.writer.halt.set()  # and pages not yet written are not embedded to their end
         logger.warning("%s: stopping the pages still being read", self.budget.stop_reason)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

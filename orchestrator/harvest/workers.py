@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["MEMORY_BYTES", "WorkLimit", "in_worker", "pool_size", "shutdown"]
+__all__ = ["MEMORY_BYTES", "WorkLimit", "in_worker", "pool_size", "shutdown", "warm"]
 
 logger = logging.getLogger(__name__)
 
@@ -103,17 +103,21 @@ class _Pool:
     def take(self) -> _Worker:
         self.slots.acquire()
         try:
-            while True:
-                try:
-                    worker = self.idle.get_nowait()
-                except queue.Empty:
-                    return _Worker()
-                if worker.alive:
-                    return worker
-                worker.kill()
+            return self.take_held()
         except BaseException:
             self.slots.release()
             raise
+
+    def take_held(self) -> _Worker:
+        """An idle worker (a new one when none is idle), its slot already held by the caller."""
+        while True:
+            try:
+                worker = self.idle.get_nowait()
+            except queue.Empty:
+                return _Worker()
+            if worker.alive:
+                return worker
+            worker.kill()
 
     def give(self, worker: _Worker, *, healthy: bool) -> None:
         if healthy and worker.alive:
@@ -140,6 +144,27 @@ def _the_pool() -> _Pool:
         if _pool is None:
             _pool = _Pool(pool_size())
         return _pool
+
+
+def warm() -> None:
+    """Start the pool's workers now (blocking: call it in a thread), so that the first pages of a harvest do not
+    wait for a worker's start-up, and pages are read in the order they were fetched, as before."""
+    pool = _the_pool()
+    if pool.broken:
+        return
+    started: list[_Worker] = []
+    try:
+        while len(started) < pool.size and pool.slots.acquire(blocking=False):
+            try:
+                started.append(pool.take_held())
+            except BaseException:
+                pool.slots.release()
+                raise
+    except OSError as exc:
+        pool.broken = True
+        logger.warning("cannot start worker processes (%s): page content is read in threads, without limits", exc)
+    for worker in started:
+        pool.give(worker, healthy=True)
 
 
 def shutdown() -> None:

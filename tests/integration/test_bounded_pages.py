@@ -147,7 +147,9 @@ def test_a_page_is_cited_under_the_url_it_was_served_from(hostile, brt_home, emb
 
 
 class _PeakMemory:
-    """The peak resident memory of this process and of its children (the browser, brt's workers), sampled."""
+    """The peak memory of this process (resident) and of its children together (the browser's processes,
+    Playwright's driver, brt's workers), sampled. Children are summed by PSS: Chromium's processes share most of
+    their pages, and a sum of their RSS counts the shared ones once per process."""
 
     def __init__(self) -> None:
         import threading
@@ -168,13 +170,13 @@ class _PeakMemory:
                 children = 0
                 for child in self.me.children(recursive=True):
                     try:
-                        children += child.memory_info().rss
+                        children += child.memory_full_info().pss
                     except psutil.Error:
                         continue
             except psutil.Error:
                 continue
             self.own, self.children = max(self.own, own), max(self.children, children)
-            self._stop.wait(0.1)
+            self._stop.wait(0.25)
 
     def __enter__(self) -> _PeakMemory:
         self._thread.start()
@@ -226,3 +228,27 @@ def test_subresource_gzip_bombs_are_stopped_at_the_pages_byte_budget(hostile, br
     assert events["plain.html"]["outcome"] == "stored", events["plain.html"]
     assert peak.children < 2 * GIB, peak.children >> 20  # 6 x 1 GiB of bombs, each inflated by the browser
     assert took < 120, took
+
+
+def test_the_store_writer_stops_at_the_hard_stop_and_writes_nothing_half(brt_home, embedder):
+    """A page of thousands of chunks handed to the writer just before max_duration_s: once the harvest's hard
+    stop is signalled the embedding ends within one slice of texts and nothing of the batch is written (the
+    store holds the page entirely or not at all), instead of embedding for minutes past the budget."""
+    import threading
+
+    from memory_store import Memory
+    from memory_store._writes import EMBED_SLICE
+    from memory_store.errors import WriteStopped
+
+    sentences = [f"Harbour record {i}: the vessel number {i} moored at berth {i % 97} carrying {i * 7 % 1000} "
+                 f"tonnes of cargo from port {i % 13} on voyage {i // 13}." for i in range(40_000)]
+    mem = Memory("writer_stop")
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    before = mem.embedder.texts_embedded
+    with pytest.raises(WriteStopped):
+        mem.add_many([{"url": "https://harbour.example/records", "text": " ".join(sentences)}], stop=stop)
+    embedded = mem.embedder.texts_embedded - before
+    assert embedded <= 2 * EMBED_SLICE, embedded  # stopped within a slice of the signal, far from the end
+    assert mem.page("https://harbour.example/records") is None
+    assert not Memory.exists("writer_stop") or mem.count_chunks() == 0

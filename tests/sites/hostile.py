@@ -102,6 +102,13 @@ def many_links(n: int) -> bytes:
     return _page("Link farm", body=f"<div>{links}</div>")
 
 
+def records_page(n: int = 30_000) -> bytes:
+    """An article of ``n`` distinct sentences (a few MB of text: thousands of chunks to embed)."""
+    body = "".join(f"<p>Harbour record {i}: the vessel number {i} moored at berth {i % 97} carrying {i * 7 % 1000} "
+                   f"tonnes of cargo from port {i % 13} on voyage {i // 13}.</p>" for i in range(n))
+    return _page("Harbour records", body=f"<article>{body}</article>")
+
+
 def script_links(n: int) -> bytes:
     """A small document whose script builds ``n`` links (and their text) once it runs."""
     script = (f"<script>const d=document.createElement('div');let h='';for(let i=0;i<{n};i++)"
@@ -163,6 +170,7 @@ def _routes() -> dict[str, tuple[str, bytes]]:
         "/links-200k.html": ("text/html", many_links(200_000)),
         "/links-js.html": ("text/html", script_links(200_000)),
         "/bombs.html": ("text/html", bomb_page()),
+        "/records.html": ("text/html", records_page()),
         "/slow.pdf": ("application/pdf", slow_pdf()),
         "/report.pdf": ("application/pdf", report_pdf()),
         # provenance: a post that rewrites its URL to the official page's

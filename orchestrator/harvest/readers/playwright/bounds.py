@@ -13,8 +13,8 @@
   ``history.replaceState`` can set to any URL of its origin.
 - The bytes a page brings into the browser are bounded (``ResourceBudget``): the decoded size of every response
   of its frames (scripts, stylesheets, images, fetches, gzip bombs included) is counted as it arrives (the
-  DevTools protocol's ``Network.dataReceived``); past the budget, the page's loads are stopped, every further
-  request of the page is blocked, and the page is not read (its tab is replaced, which frees its memory).
+  DevTools protocol's ``Network.dataReceived``); past the budget every further request of the page is blocked
+  and its tab is closed at once (which stops every load and frees the renderer's memory): the page is not read.
 """
 
 from __future__ import annotations
@@ -170,10 +170,10 @@ class ResourceBudget:
     """The decoded bytes the responses of one page may bring into the browser while brt reads it (``limit``).
 
     ``async with ResourceBudget(page, limit) as budget:`` counts ``Network.dataReceived`` (decoded lengths) on a
-    DevTools session of the page; once the total passes ``limit`` it stops the page's loading and blocks every
-    further request of the page (``tripped`` and ``reason`` say so; the caller does not read the page and replaces
-    its tab). The session's own response buffers are kept minimal. Frames in another renderer process (a
-    cross-site iframe) are counted by their own process, not here."""
+    DevTools session of the page; once the total passes ``limit`` it blocks every further request of the page and
+    closes the page (``tripped`` and ``reason`` say so; the caller settles the URL as failed and opens a fresh
+    tab). The session's own response buffers are kept minimal. Frames in another renderer process (a cross-site
+    iframe) are not counted here."""
 
     def __init__(self, page: Page, limit: int) -> None:
         self.page = page
@@ -185,8 +185,8 @@ class ResourceBudget:
 
     @property
     def reason(self) -> str:
-        return (f"its responses passed {self.limit} bytes decoded ({RESOURCE_FACTOR} x max_page_bytes): loading "
-                "stopped and the page not read")
+        return (f"its responses passed {self.limit} bytes decoded ({RESOURCE_FACTOR} x max_page_bytes): the page "
+                "was closed, not read")
 
     async def __aenter__(self) -> ResourceBudget:
         from playwright.async_api import Error as PlaywrightError
@@ -228,6 +228,6 @@ class ResourceBudget:
 
         try:
             await self._session.send("Network.setBlockedURLs", {"urls": ["*"]})
-            await self._session.send("Page.stopLoading")
         except PlaywrightError as exc:
-            logger.debug("stopping %s: %s", self.page.url, exc)
+            logger.debug("blocking the requests of %s: %s", self.page.url, exc)
+        await close_page(self.page)  # every load stops with its renderer, and its memory goes

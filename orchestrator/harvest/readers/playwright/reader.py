@@ -282,10 +282,17 @@ class PlaywrightReader:
 
     async def _visit_with(self, page: Page, event: HarvestEvent, docs: DocumentWatch) -> tuple[list[str], bool]:
         """Fetch and extract; returns (allowed links, whether the page went to the writer)."""
+        from playwright.async_api import Error as PlaywrightError
+
         limit = RESOURCE_FACTOR * int(self.host.settings.max_page_bytes)
         with DependencyWatch(page, replay=self.replay is not None, allowed=self.host.charter.allows) as watch:
             async with ResourceBudget(page, limit) as budget:  # security: a page's bytes in the browser are bounded
-                links, queued = await self._read_page(page, event, docs, watch, budget)
+                try:
+                    links, queued = await self._read_page(page, event, docs, watch, budget)
+                except PlaywrightError:
+                    if not budget.tripped:
+                        raise
+                    links, queued = [], False  # the budget closed the page under a call: settled below
         if budget.tripped and not queued:
             self.host.finish(event, "failed", budget.reason)
             return [], False
