@@ -103,7 +103,7 @@ class Crawl(ReadingHost):
                     await self.breadth_first()
                 finally:
                     try:
-                        await self.writer.close()
+                        await self.close_writer()
                     except HarvestError as exc:  # the writer failed: the run stopped (writer.py)
                         exc.report = self.report  # type: ignore[attr-defined]  # completed by the finally below
                         raise
@@ -178,6 +178,22 @@ class Crawl(ReadingHost):
         logger.warning("%s: stopping the pages still being read", self.budget.stop_reason)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+    async def close_writer(self) -> None:
+        """The writer stores what waits for it, within what is left of ``max_duration_s``: past it the writer is
+        halted (a batch being embedded stops within one slice and is not written; waiting pages fail), so a page
+        of tens of thousands of chunks read just in time cannot hold the run for minutes."""
+        closing = asyncio.ensure_future(self.writer.close())
+        try:
+            done, _ = await asyncio.wait({closing}, timeout=self.budget.remaining_s())
+        except asyncio.CancelledError:
+            await asyncio.gather(closing, return_exceptions=True)
+            raise
+        if not done:
+            self.budget.stop(self.budget.duration_reason())
+            self.writer.halt.set()
+            logger.warning("%s: stopping the store writer", self.budget.stop_reason)
+        await closing
 
     async def levels(self) -> None:
         """Seeds first, then the links found one hop further, level by level up to ``max_depth`` and

@@ -252,3 +252,21 @@ def test_the_store_writer_stops_at_the_hard_stop_and_writes_nothing_half(brt_hom
     assert embedded <= 2 * EMBED_SLICE, embedded  # stopped within a slice of the signal, far from the end
     assert mem.page("https://harbour.example/records") is None
     assert not Memory.exists("writer_stop") or mem.count_chunks() == 0
+
+
+def test_max_duration_holds_a_page_of_thousands_of_chunks(hostile, brt_home, embedder):
+    """A page of 30,000 distinct sentences read (without the browser) before max_duration_s passes: the writer,
+    which would embed its thousands of chunks for minutes past the budget, is halted at the deadline and the run
+    ends; the page is stored whole or not at all."""
+    budget = 15
+    charter = _charter(hostile, ["records.html"], "hostile_records", render="never", timeout_s=60,
+                       max_duration_s=budget)
+    report, took = _run(charter, 600)
+    assert took < budget + 45, took  # one slice of embedding and the run's own cleanup; not minutes
+    event = _events(report)["records.html"]
+    page = open_memory(charter).page(hostile.url("records.html"))
+    if event["outcome"] == "stored":  # a machine fast enough to embed it all within the budget
+        assert page is not None and len(page.chunk_ids) == event["chunks"]
+    else:
+        assert event["reason"] == f"stopped: max_duration_s reached ({budget} s)", event
+        assert page is None
