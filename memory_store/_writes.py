@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ._meta import StoreMeta
 from .chunking import Chunk, chunk_with
 from .clock import now as clock_now
+from .errors import WriteStopped
 from .pointers import purge_urls
 from .records import PageInput
 from .store import CHUNKS, PAGES, LanceStore
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OPTIMIZE_AFTER_CHUNKS = 256
-#: Texts embedded between two looks at a stop signal (``embed_new``): larger than the new chunks of an ordinary
-#: batch of pages, so their embedding is one pass as before; a page of tens of thousands of chunks is cut.
+#: Texts embedded between two looks at a stop signal by an embedder that cannot look at it itself (``embed_new``;
+#: brt's own embedder looks before each of its batches).
 EMBED_SLICE = 1024
 
 
@@ -73,9 +74,9 @@ def embed_new(
 ) -> dict[str, Any]:
     """Vectors of the chunks the store does not hold yet (``known``: its chunk ids), by chunk id. Done outside
     the write lock (the slow part): whatever another writer adds meanwhile is simply reused, whatever it removes
-    is embedded under the lock by ``reconcile``. ``stop``: checked between slices of ``EMBED_SLICE`` texts (a
-    page of tens of thousands of chunks is not embedded to its end once the caller stopped); the vectors
-    embedded so far are returned, and the caller writes nothing."""
+    is embedded under the lock by ``reconcile``. ``stop``: once set, the embedding ends at the model's next batch
+    (a page of tens of thousands of chunks is not embedded to its end) with WriteStopped; the caller writes
+    nothing."""
     todo: dict[str, str] = {}
     for chunks in chunked.values():
         for c in chunks:
@@ -84,13 +85,26 @@ def embed_new(
     if not todo:
         return {}
     ids, texts = list(todo), list(todo.values())
+    if stop is None:
+        return dict(zip(ids, emb.embed_documents(texts), strict=True))
+    if _takes_stop(emb):  # the embedder looks at it before each of its batches (WriteStopped)
+        return dict(zip(ids, emb.embed_documents(texts, stop=stop), strict=True))
     out: dict[str, Any] = {}
-    for start in range(0, len(texts), EMBED_SLICE):
-        if stop is not None and stop.is_set():
-            break
+    for start in range(0, len(texts), EMBED_SLICE):  # another embedder (Ray's pool): between slices
+        if stop.is_set():
+            raise WriteStopped("stopped while embedding")
         vecs = emb.embed_documents(texts[start : start + EMBED_SLICE])
         out.update(zip(ids[start : start + EMBED_SLICE], vecs, strict=True))
     return out
+
+
+def _takes_stop(emb: Any) -> bool:
+    import inspect
+
+    try:
+        return "stop" in inspect.signature(emb.embed_documents).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def page_meta(store: LanceStore, url: str) -> dict[str, Any]:

@@ -11,10 +11,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import EmbeddingModelError
+from .errors import EmbeddingModelError, WriteStopped
 from .settings import settings
 
 if TYPE_CHECKING:
+    import threading
+
     import numpy as np
 
 log = logging.getLogger(__name__)
@@ -89,15 +91,20 @@ class OnnxEncoder:
         return [(int(a), int(b)) for a, b in self._count_tok.encode(text, add_special_tokens=False).offsets]
 
     # --- vectors ----------------------------------------------------------------------------------------
-    def encode(self, texts: list[str], batch_size: int) -> tuple[np.ndarray, int]:
+    def encode(
+        self, texts: list[str], batch_size: int, *, stop: threading.Event | None = None
+    ) -> tuple[np.ndarray, int]:
         """Pooled vectors of ``texts`` (rows in input order, not normalised) and the number of batches run.
-        Texts are sorted by length and batched, each batch padded to its longest text (as FlagEmbedding)."""
+        Texts are sorted by length and batched, each batch padded to its longest text (as FlagEmbedding).
+        ``stop``: looked at before each batch; once set, WriteStopped is raised (the batches are unchanged)."""
         import numpy as np
 
         encs = self._embed_tok.encode_batch(list(texts), add_special_tokens=True)
         out: np.ndarray | None = None
         batches = 0
         for idx, feeds in padded_batches(encs, batch_size):
+            if stop is not None and stop.is_set():
+                raise WriteStopped("stopped while embedding")
             mask = feeds["attention_mask"]
             hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
             if self.pooling == "cls":

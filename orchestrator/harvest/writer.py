@@ -1,6 +1,6 @@
 """The store writer of a harvest: extracted pages are chunked, embedded and stored in batches (``memory.add_many``
 in a worker thread) while the readers go on fetching. At the crawl's hard stop (``halt``, max_duration_s) a batch
-being embedded stops within one slice of texts and is not written, and the pages still waiting fail."""
+being embedded stops at the model's next batch and is not written, and the pages still waiting fail."""
 
 from __future__ import annotations
 

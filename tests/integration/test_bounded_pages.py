@@ -232,12 +232,11 @@ def test_subresource_gzip_bombs_are_stopped_at_the_pages_byte_budget(hostile, br
 
 def test_the_store_writer_stops_at_the_hard_stop_and_writes_nothing_half(brt_home, embedder):
     """A page of thousands of chunks handed to the writer just before max_duration_s: once the harvest's hard
-    stop is signalled the embedding ends within one slice of texts and nothing of the batch is written (the
+    stop is signalled the embedding ends at the model's next batch and nothing of the batch is written (the
     store holds the page entirely or not at all), instead of embedding for minutes past the budget."""
     import threading
 
     from memory_store import Memory
-    from memory_store._writes import EMBED_SLICE
     from memory_store.errors import WriteStopped
 
     sentences = [f"Harbour record {i}: the vessel number {i} moored at berth {i % 97} carrying {i * 7 % 1000} "
@@ -245,11 +244,11 @@ def test_the_store_writer_stops_at_the_hard_stop_and_writes_nothing_half(brt_hom
     mem = Memory("writer_stop")
     stop = threading.Event()
     threading.Timer(0.5, stop.set).start()
-    before = mem.embedder.texts_embedded
+    t0 = time.monotonic()
     with pytest.raises(WriteStopped):
         mem.add_many([{"url": "https://harbour.example/records", "text": " ".join(sentences)}], stop=stop)
-    embedded = mem.embedder.texts_embedded - before
-    assert embedded <= 2 * EMBED_SLICE, embedded  # stopped within a slice of the signal, far from the end
+    # its chunking and one batch of the model after the signal; embedding all of it takes minutes on a CPU
+    assert time.monotonic() - t0 < 90
     assert mem.page("https://harbour.example/records") is None
     assert not Memory.exists("writer_stop") or mem.count_chunks() == 0
 
