@@ -102,9 +102,10 @@ def _takes_stop(emb: Any) -> bool:
     import inspect
 
     try:
-        return "stop" in inspect.signature(emb.embed_documents).parameters
+        params = inspect.signature(emb.embed_documents).parameters.values()
     except (TypeError, ValueError):
         return False
+    return any(p.name == "stop" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def page_meta(store: LanceStore, url: str) -> dict[str, Any]:
