@@ -157,7 +157,7 @@ class _PeakMemory:
         import psutil
 
         self.me = psutil.Process()
-        self.own = self.children = 0
+        self.own = self.children = self.worker = 0  # worker: the largest of brt's page-reading workers
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -170,9 +170,12 @@ class _PeakMemory:
                 children = 0
                 for child in self.me.children(recursive=True):
                     try:
-                        children += child.memory_full_info().pss
+                        pss = child.memory_full_info().pss
+                        if "orchestrator.harvest.work_child" in " ".join(child.cmdline()):
+                            self.worker = max(self.worker, child.memory_info().rss)
                     except psutil.Error:
                         continue
+                    children += pss
             except psutil.Error:
                 continue
             self.own, self.children = max(self.own, own), max(self.children, children)
@@ -205,10 +208,11 @@ def test_pages_of_200000_links_stop_at_max_duration_within_bounded_memory(hostil
     assert report.stopped is None or report.stopped.startswith("max_duration_s"), report.stopped
     events = _events(report)
     assert {"links-200k.html", "links-js.html"} <= set(events)
-    assert peak.own < 1.5 * GIB, peak.own >> 20  # no page's trees in brt's own process
-    # the browser renders 200,000 links (a few hundred MB); the workers are held to MEMORY_BYTES each
-    assert peak.children < 3 * GIB, peak.children >> 20
-    assert MEMORY_BYTES <= GIB
+    assert peak.own < 1.5 * GIB, peak.own >> 20  # no page's trees in brt's own process (1 GB and more before)
+    assert 0 < peak.worker <= MEMORY_BYTES <= GIB, peak.worker >> 20  # they are read in a worker, held to its limit
+    # Chromium's own cost of rendering two DOMs of 200,000 links at once (about 1.2 GB each, measured), with the
+    # workers and Playwright's driver: bounded, not the many GB of a page nobody stops
+    assert peak.children < 5 * GIB, peak.children >> 20
 
 
 def test_subresource_gzip_bombs_are_stopped_at_the_pages_byte_budget(hostile, brt_home, embedder):
