@@ -12,6 +12,7 @@ reconcile), which is also what ``Memory.repair`` runs."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ._meta import StoreMeta
 from .chunking import Chunk, chunk_with
 from .clock import now as clock_now
+from .errors import WriteStopped
 from .pointers import purge_urls
 from .records import PageInput
 from .store import CHUNKS, PAGES, LanceStore
@@ -29,6 +31,10 @@ if TYPE_CHECKING:
     from .embeddings import Embedder
 
 log = logging.getLogger(__name__)
+
+#: Texts embedded between two looks at a stop signal by an embedder that cannot look at it itself (``embed_new``;
+#: brt's own embedder looks before each of its batches).
+EMBED_SLICE = 1024
 
 
 def collect_inputs(pages: Any) -> dict[str, PageInput]:
@@ -69,10 +75,14 @@ def chunk_locally(emb: Embedder, inputs: dict[str, PageInput]) -> dict[str, list
     return chunked
 
 
-def embed_new(emb: Embedder, chunked: dict[str, list[Chunk]], known: set[str]) -> dict[str, Any]:
+def embed_new(
+    emb: Embedder, chunked: dict[str, list[Chunk]], known: set[str], *, stop: threading.Event | None = None
+) -> dict[str, Any]:
     """Vectors of the chunks the store does not hold yet (``known``: its chunk ids), by chunk id. Done outside
     the write lock (the slow part): whatever another writer adds meanwhile is simply reused, whatever it removes
-    is embedded under the lock by ``reconcile``."""
+    is embedded under the lock by ``reconcile``. ``stop``: once set, the embedding ends at the model's next batch
+    (a page of tens of thousands of chunks is not embedded to its end) with WriteStopped; the caller writes
+    nothing."""
     todo: dict[str, str] = {}
     for chunks in chunked.values():
         for c in chunks:
@@ -80,8 +90,28 @@ def embed_new(emb: Embedder, chunked: dict[str, list[Chunk]], known: set[str]) -
                 todo.setdefault(c.id, c.text)
     if not todo:
         return {}
-    vecs = emb.embed_documents(list(todo.values()))
-    return dict(zip(todo, vecs, strict=True))
+    ids, texts = list(todo), list(todo.values())
+    if stop is None:
+        return dict(zip(ids, emb.embed_documents(texts), strict=True))
+    if _takes_stop(emb):  # the embedder looks at it before each of its batches (WriteStopped)
+        return dict(zip(ids, emb.embed_documents(texts, stop=stop), strict=True))
+    out: dict[str, Any] = {}
+    for start in range(0, len(texts), EMBED_SLICE):  # another embedder (Ray's pool): between slices
+        if stop.is_set():
+            raise WriteStopped("stopped while embedding")
+        vecs = emb.embed_documents(texts[start : start + EMBED_SLICE])
+        out.update(zip(ids[start : start + EMBED_SLICE], vecs, strict=True))
+    return out
+
+
+def _takes_stop(emb: Any) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(emb.embed_documents).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "stop" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def page_meta(store: LanceStore, url: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import EmbeddingModelError, ModelMismatch
+from .errors import EmbeddingModelError, ModelMismatch, WriteStopped
 from .model_files import DEFAULT_MODEL, default_model_path, find_local_model, max_tokens_for_path
 from .settings import settings
 
@@ -135,19 +135,25 @@ class Embedder:
 
     def _load_onnx(self) -> None:
         """The exported model on ONNX Runtime (exported from the local weights first when not cached)."""
-        from .model_export import ensure_export
+        from .model_export import ensure_export, verified_bytes, verified_source
         from .onnx_backend import OnnxEncoder
 
         int8 = self.backend == "onnx-int8"
         exported = ensure_export(self.name, self.path, int8=int8)
         onnx_file = exported.int8 if int8 else exported.fp32
         assert onnx_file is not None
+        model_bytes = verified_bytes(exported, int8)  # security: hash-checked, and these very bytes loaded
+        try:
+            tokenizer_json = verified_source(self.path, "tokenizer.json").decode("utf-8")
+        except UnicodeDecodeError:
+            raise EmbeddingModelError(f"{self.path / 'tokenizer.json'} is not UTF-8 JSON") from None
         if int8:
             self.recipe = exported.manifest.get("int8", {}).get("recipe")
         self.pooling = _pooling_for(self.path, self.name)
         self.max_tokens = max_tokens_for_path(self.path) or 512
         self._onnx = OnnxEncoder(
-            onnx_file, self.path / "tokenizer.json", max_tokens=self.max_tokens, pooling=self.pooling
+            onnx_file, self.path / "tokenizer.json", max_tokens=self.max_tokens, pooling=self.pooling,
+            model_bytes=model_bytes, tokenizer_json=tokenizer_json,
         )
         try:
             self.dim = int(json.loads((self.path / "config.json").read_text())["hidden_size"])
@@ -249,16 +255,17 @@ class Embedder:
         return [(int(a), int(b)) for a, b in enc["offset_mapping"]]
 
     # --- embeddings -------------------------------------------------------------------------------------
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
-        """L2-normalised float32 embeddings of passages, shape (len(texts), dim)."""
-        return self._embed(list(texts))
+    def embed_documents(self, texts: list[str], *, stop: threading.Event | None = None) -> np.ndarray:
+        """L2-normalised float32 embeddings of passages, shape (len(texts), dim). ``stop``: looked at before each
+        batch of the model (the batches are those of a call without it); once set, WriteStopped is raised."""
+        return self._embed(list(texts), stop)
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """Like ``embed_documents`` but with the model's query instruction (bge *-en-v1.5)."""
         prefix = self.query_instruction or ""
         return self._embed([prefix + t for t in texts])
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str], stop: threading.Event | None = None) -> np.ndarray:
         import numpy as np
 
         dim = getattr(self, "dim", 0) or 0
@@ -266,7 +273,7 @@ class Embedder:
             return np.zeros((0, dim), dtype=np.float32)
         with self._lock:
             if self._onnx is not None:
-                vecs, batches = self._onnx.encode(texts, self.batch_size)
+                vecs, batches = self._onnx.encode(texts, self.batch_size, stop=stop)
                 self.batches += batches
             elif self.is_m3:
                 out = self._flag.encode(texts, batch_size=self.batch_size, max_length=self.max_tokens)
@@ -275,13 +282,13 @@ class Embedder:
             else:
                 import torch
 
-                vecs = self._encode_base(texts, torch, np)
+                vecs = self._encode_base(texts, torch, np, stop)
             self.texts_embedded += len(texts)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return (vecs / norms).astype(np.float32, copy=False)
 
-    def _encode_base(self, texts: list[str], torch: Any, np: Any) -> np.ndarray:
+    def _encode_base(self, texts: list[str], torch: Any, np: Any, stop: threading.Event | None = None) -> np.ndarray:
         """Batch loop over FlagEmbedding's model and pooling (length-sorted, no progress bars)."""
         model = self._flag.model
         model.eval()
@@ -291,6 +298,8 @@ class Embedder:
         chunks = []
         with torch.inference_mode():
             for start in range(0, len(texts), self.batch_size):
+                if stop is not None and stop.is_set():
+                    raise WriteStopped("stopped while embedding")
                 idx = order[start : start + self.batch_size]
                 feats = [{k: enc[k][i] for k in enc.keys()} for i in idx]
                 batch = self.tokenizer.pad(feats, padding=True, return_tensors="pt")

@@ -7,6 +7,7 @@ MemoryStoreError
 ├── EmbeddingModelError  the embedding model cannot be found or loaded
 ├── StoreCorrupt         the store's files cannot be read
 ├── StoreWriteError      a write to the store failed (the rows written before stay consistent)
+├── WriteStopped         a write stopped at its caller's signal before it changed anything
 └── SettingsError        a BRT_* environment variable holds a value brt cannot use (names it)
 
 LanceDB's and the filesystem's own errors are translated where the store calls them (``store.py``) and chained
@@ -40,6 +41,10 @@ class StoreCorrupt(MemoryStoreError):
 
 class StoreWriteError(MemoryStoreError):
     """A write (upsert, delete, index build, compaction) failed."""
+
+
+class WriteStopped(MemoryStoreError):
+    """``add_many`` was told to stop (its ``stop`` event) while it chunked or embedded: nothing was written."""
 
 
 class SettingsError(MemoryStoreError, ValueError):

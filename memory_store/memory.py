@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from ._locks import StoreLocks
 from ._meta import FORMAT_VERSION, StoreMeta, append_events, embedder_fits, read_events
 from .chunking import split_algo, window_for
 from .embeddings import DEFAULT_MODEL, default_min_score, get_embedder, resolve_model_name, vector_precision
-from .errors import MemoryStoreError, ModelMismatch, StoreNotFound
+from .errors import MemoryStoreError, ModelMismatch, StoreNotFound, WriteStopped
 from .pointers import chunk_ids_under, purge_urls
 from .records import CheckResult, Hit, PageInput, PageRecord, StoreStats, make_snippet
 from .retrieval import search as run_search
@@ -246,8 +247,12 @@ class Memory:
         )
         return self.add_many([page])
 
-    def add_many(self, pages: Iterable[PageInput | dict[str, Any]]) -> list[str]:
-        """Store many pages in one embedding pass and few commits; returns all their chunk ids in order."""
+    def add_many(
+        self, pages: Iterable[PageInput | dict[str, Any]], *, stop: threading.Event | None = None
+    ) -> list[str]:
+        """Store many pages in one embedding pass and few commits; returns all their chunk ids in order.
+        ``stop``: once set, the chunking and embedding (the slow part) end within one slice of texts and
+        WriteStopped is raised; nothing is written (a harvest's hard stop)."""
         inputs = _writes.collect_inputs(pages)
         if not inputs:
             return []
@@ -256,7 +261,9 @@ class Memory:
         chunked = _writes.chunk_pages(emb, inputs)
         wanted = [c.id for chunks in chunked.values() for c in chunks]
         known = self._store.chunk_ids_present(wanted) if self._read_meta() else set()
-        pre = _writes.embed_new(emb, chunked, known)
+        pre = _writes.embed_new(emb, chunked, known, stop=stop)
+        if stop is not None and stop.is_set():
+            raise WriteStopped(f"stopped before writing {len(inputs)} page(s)")
         with self.write_lock():
             meta = self._ensure_created(emb.dim, algo, emb.precision, getattr(emb, "recipe", None))
             if meta.get("split_algo") and meta["split_algo"] != algo:

@@ -161,6 +161,59 @@ def find_export(name: str, model_path: Path, *, need_int8: bool = False) -> Expo
     return ExportedModel(folder, fp32, int8 if int8.is_file() else None, manifest)
 
 
+def verified_bytes(exported: ExportedModel, int8: bool) -> bytes:
+    """The exported ONNX file (int8 or fp32), read once, its bytes checked against the sha256 its manifest
+    recorded when it was written: a cached export changed since (or swapped for another graph) is refused, never
+    loaded, and what is loaded is the bytes that were checked. EmbeddingModelError otherwise."""
+    path = exported.int8 if int8 else exported.fp32
+    entry = exported.manifest.get("int8" if int8 else "fp32")
+    recorded = entry.get("sha256") if isinstance(entry, dict) else None
+    if path is None or not recorded:
+        raise EmbeddingModelError(f"the cached export in {exported.folder} records no sha256 for its "
+                                  f"{'int8' if int8 else 'fp32'} model: remove the folder to export it again")
+    return _checked(path, str(recorded), "cached ONNX export")
+
+
+def verified_source(model_path: Path, name: str, root: Path | None = None) -> bytes:
+    """A file of the model folder (``tokenizer.json``), read once, its bytes checked against the content hash the
+    export cache's key was computed from (``model_key``: ``file-hashes.json``): a file changed behind an
+    unchanged size and time is refused. EmbeddingModelError otherwise."""
+    root = root or cache_root()
+    path = model_path / name
+    recorded = _recorded_digest(root, path)
+    if recorded is None:
+        model_key(model_path, root)  # records it now: the export's key comes from these same bytes
+        recorded = _recorded_digest(root, path)
+    if recorded is None:  # a cache brt cannot write: nothing recorded to check against
+        log.info("no recorded hash for %s (the model cache is not writable): loaded unchecked", path)
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise EmbeddingModelError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return _checked(path, recorded, "embedding model file")
+
+
+def _recorded_digest(root: Path, path: Path) -> str | None:
+    try:
+        index = json.loads(_hash_index_path(root).read_text())
+    except (OSError, ValueError):
+        return None
+    entry = index.get(str(path)) if isinstance(index, dict) else None
+    return str(entry[2]) if isinstance(entry, list) and len(entry) == 3 else None
+
+
+def _checked(path: Path, recorded: str, what: str) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EmbeddingModelError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != recorded:
+        raise EmbeddingModelError(f"{what} {path}: sha256 {digest[:12]}… does not match the recorded "
+                                  f"{recorded[:12]}… (changed since it was recorded; not loaded)")
+    return data
+
+
 @contextlib.contextmanager
 def _export_lock(folder: Path) -> Iterator[None]:
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -11,10 +11,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import EmbeddingModelError
+from .errors import EmbeddingModelError, WriteStopped
 from .settings import settings
 
 if TYPE_CHECKING:
+    import threading
+
     import numpy as np
 
 log = logging.getLogger(__name__)
@@ -28,7 +30,10 @@ def embedding_threads() -> int:
 class OnnxEncoder:
     """Tokenizer + ONNX Runtime session of one exported model; ``encode`` gives pooled, unnormalised vectors."""
 
-    def __init__(self, onnx_file: Path, tokenizer_file: Path, *, max_tokens: int, pooling: str) -> None:
+    def __init__(self, onnx_file: Path, tokenizer_file: Path, *, max_tokens: int, pooling: str,
+                 model_bytes: bytes | None = None, tokenizer_json: str | None = None) -> None:
+        """``model_bytes`` / ``tokenizer_json``: the files' contents already read (and hash-checked,
+        ``model_export.verified_bytes``), loaded instead of reading the paths again."""
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -40,10 +45,15 @@ class OnnxEncoder:
         self.max_tokens = max_tokens
         try:
             # two instances: counting must see the whole text, embedding truncates like FlagEmbedding
-            self._count_tok = Tokenizer.from_file(str(tokenizer_file))
+            def load() -> Any:
+                if tokenizer_json is not None:
+                    return Tokenizer.from_str(tokenizer_json)
+                return Tokenizer.from_file(str(tokenizer_file))
+
+            self._count_tok = load()
             self._count_tok.no_truncation()
             self._count_tok.no_padding()
-            self._embed_tok = Tokenizer.from_file(str(tokenizer_file))
+            self._embed_tok = load()
             self._embed_tok.enable_truncation(max_length=max_tokens)
             self._embed_tok.no_padding()
         except Exception as exc:
@@ -58,7 +68,8 @@ class OnnxEncoder:
         opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
         self.session_options = opts
         try:
-            self._session = ort.InferenceSession(str(onnx_file), opts, providers=["CPUExecutionProvider"])
+            model = model_bytes if model_bytes is not None else str(onnx_file)
+            self._session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise EmbeddingModelError(f"cannot load ONNX model {onnx_file}: {exc}") from exc
         self._inputs = {i.name for i in self._session.get_inputs()}
@@ -80,15 +91,20 @@ class OnnxEncoder:
         return [(int(a), int(b)) for a, b in self._count_tok.encode(text, add_special_tokens=False).offsets]
 
     # --- vectors ----------------------------------------------------------------------------------------
-    def encode(self, texts: list[str], batch_size: int) -> tuple[np.ndarray, int]:
+    def encode(
+        self, texts: list[str], batch_size: int, *, stop: threading.Event | None = None
+    ) -> tuple[np.ndarray, int]:
         """Pooled vectors of ``texts`` (rows in input order, not normalised) and the number of batches run.
-        Texts are sorted by length and batched, each batch padded to its longest text (as FlagEmbedding)."""
+        Texts are sorted by length and batched, each batch padded to its longest text (as FlagEmbedding).
+        ``stop``: looked at before each batch; once set, WriteStopped is raised (the batches are unchanged)."""
         import numpy as np
 
         encs = self._embed_tok.encode_batch(list(texts), add_special_tokens=True)
         out: np.ndarray | None = None
         batches = 0
         for idx, feeds in padded_batches(encs, batch_size):
+            if stop is not None and stop.is_set():
+                raise WriteStopped("stopped while embedding")
             mask = feeds["attention_mask"]
             hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
             if self.pooling == "cls":

@@ -66,6 +66,9 @@ VARIABLES: tuple[Variable, ...] = (
              "1/true/yes/on: brt mcp lets harvest attach to a running browser (browser_url), as --allow-attach does"),
     Variable("BRT_HOST_RESOLVER_RULES", "host_resolver_rules", "unset",
              "Chromium host-resolver rules (MAP name 127.0.0.1, ...) for test sites on made-up names"),
+    Variable("BRT_RAY_ADDRESS", "ray_address", "unset (a local Ray instance for each run)",
+             "the Ray cluster a harvest on Ray joins: auto or ray://host:port (only the operator sets it: never a "
+             "charter or an MCP argument)"),
 )
 
 
@@ -87,6 +90,7 @@ class Settings:
     evidence_scorer: Path | None = None
     evidence_reader: Path | None = None
     mcp_allow_attach: bool = False
+    ray_address: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -146,8 +150,15 @@ def _switch(name: str, value: str) -> bool:
     raise SettingsError(f"{name}={value!r}: expected 1, true, yes, on or 0, false, no, off")
 
 
+def _ray_address(name: str, value: str) -> str:
+    if value in ("auto", "local") or (value.startswith("ray://") and len(value) > len("ray://")):
+        return value
+    raise SettingsError(f"{name}={value!r}: expected auto, local or a ray://host:port address")
+
+
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "mcp_allow_attach": _switch,
+    "ray_address": _ray_address,
     "torch_threads": _threads,
     "model_cache": _path,
     "evidence_scorer": _path,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from .errors import CharterError
 
@@ -50,22 +51,28 @@ TEXT_MODE_BLOCKED: tuple[str, ...] = ("image", "media", "font")
 
 
 class RayOptions(_Strict):
-    """``harvest.ray`` (docs/storage.md, "Harvest on Ray"): where and how wide a harvest on Ray runs."""
+    """``harvest.ray`` (docs/storage.md, "Harvest on Ray"): how wide a harvest on Ray runs. Where it runs (the
+    cluster's address) is the operator's choice alone (``BRT_RAY_ADDRESS`` or ``brt harvest --ray ADDRESS``):
+    a charter that names one is refused."""
 
-    # null: start a local Ray instance for the run; "auto": the running cluster; "ray://host:10001": Ray Client
-    address: str | None = Field(None, description="null (a local Ray instance), auto, or a ray:// address")
+    # security: a charter or an agent never chooses a host brt connects to outside the egress guard
+    address: SkipJsonSchema[str | None] = Field(None, exclude=True)
     workers: int = Field(2, ge=1, le=1024, description="Ray actors that each run one headless Chromium")
     tabs_per_worker: int | None = Field(
         None, ge=1, le=32, description="pages each worker reads at a time; null = concurrency / workers, rounded up"
     )
     embedders: int = Field(1, ge=1, le=256, description="Ray actors that hold the embedding model")
 
-    @field_validator("address")
+    @field_validator("address", mode="before")
     @classmethod
-    def _check_address(cls, value: str | None) -> str | None:
-        if value is not None and value not in ("auto", "local") and not value.startswith("ray://"):
-            raise ValueError("must be null, local, auto or a ray://host:port address")
-        return value
+    def _no_address(cls, value: object) -> None:
+        if value is not None:
+            raise ValueError(
+                "a charter may not name a Ray address: where a harvest on Ray runs is the operator's choice "
+                "(BRT_RAY_ADDRESS, or brt harvest --ray ADDRESS); leave it out (a local Ray instance is started "
+                "for the run)"
+            )
+        return None
 
 
 class Harvest(_Strict):
@@ -164,12 +171,10 @@ def _is_exact_only(domain: str) -> bool:
 def url_allowed(url: str, allowed_domains: list[str]) -> bool:
     """True when ``url`` is http(s), carries no userinfo and its host, as a browser parses it (WHATWG,
     ``url_safety.py``), is on the allowlist."""
-    from .url_safety import parse  # security: one URL parser for checks and browser
+    from .url_safety import web_url  # security: one URL parser and one scheme rule for checks and browser
 
-    parsed = parse(url) if isinstance(url, str) else None
-    if parsed is None or parsed.has_credentials:
-        return False
-    return parsed.scheme in ("http", "https") and host_allowed(parsed.host, allowed_domains)
+    parsed = web_url(url) if isinstance(url, str) else None
+    return parsed is not None and host_allowed(parsed.host, allowed_domains)
 
 
 _DOMAIN_RE = re.compile(
@@ -192,6 +197,16 @@ class Charter(_Strict):
 
     # Not part of the schema: where the charter was loaded from (relative paths resolve against its folder).
     _source: Path | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _check_raw_id(cls, value: object) -> object:
+        # before str_strip_whitespace: "abc\n" or "abc\u3000" is an error, not the id "abc" (the id names the
+        # store and, for `brt charter init`, the file)
+        if isinstance(value, str) and value != value.strip():
+            raise ValueError(f"{value!r} has whitespace around it: an id must match [a-z0-9][a-z0-9_-]{{0,63}} "
+                             "exactly")
+        return value
 
     @field_validator("id")
     @classmethod

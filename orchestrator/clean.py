@@ -16,7 +16,7 @@ from . import __version__
 from .api import make_module_callable
 from .config import memory_basepath, open_memory, snapshots_dir, store_exists, store_uri
 from .harvest.har import har_files, merge_hars
-from .harvest.journal import render_of_pages
+from .harvest.journal import ADDED, page_origins, render_of_pages
 
 if TYPE_CHECKING:
     from memory_store import Memory
@@ -73,7 +73,7 @@ def clean(
         from .audit.hooks import clean_records
 
         extra.extend(clean_records(charter, mem, vectors=vectors))  # audit: charter, synthesis, concepts
-        manifest, har = _write(mem, path, extra, vectors, within, render_of_pages(events))
+        manifest, har = _write(mem, path, extra, vectors, within, render_of_pages(events), page_origins(events))
         if not keep_store:
             mem.reset()
     finally:
@@ -83,12 +83,15 @@ def clean(
 
 
 def _write(mem: Memory, path: Path, extra: list[dict[str, Any]], vectors: bool,
-           within: list[Path] | None, render: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], Path | None]:
+           within: list[Path] | None, render: dict[str, dict[str, Any]],
+           origins: dict[str, str]) -> tuple[dict[str, Any], Path | None]:
     """The snapshot and the merged HAR at ``path`` (see :func:`clean`'s ``within``); each page record says how
-    the page was read (``render``: from the harvest events)."""
+    the page entered the store (``origin``: harvest or add_page) and how it was read (``render``), both from the
+    journal."""
 
     def page_fields(page: Any) -> dict[str, Any]:
-        return render.get(page.url) or render.get(page.requested_url or "") or {}
+        how = render.get(page.url) or render.get(page.requested_url or "") or {}
+        return {**how, "origin": origins.get(page.url, ADDED)}
 
     if within is None:
         manifest = mem.snapshot(path, extra_records=extra, include_vectors=vectors, tool_version=__version__,

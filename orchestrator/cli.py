@@ -150,7 +150,8 @@ def cli(verbose: int, quiet: bool) -> None:
     Gap); clean writes an audit snapshot and destroys the store."""
     from .terminal import install  # security: nothing printed drives the terminal (controls stripped)
 
-    install(stdout=click.get_current_context().invoked_subcommand != "mcp")  # mcp: stdout is the protocol
+    # mcp, browser-mcp: stdout is the protocol's channel
+    install(stdout=click.get_current_context().invoked_subcommand not in ("mcp", "browser-mcp"))
     _configure_output(verbose, quiet)
 
 
@@ -178,11 +179,12 @@ def cli(verbose: int, quiet: bool) -> None:
     "--ray",
     "ray_address",
     is_flag=False,
-    flag_value="local",
+    flag_value="",
     default=None,
     metavar="[ADDRESS]",
-    help="Fan the harvest out on Ray (pip install 'brt[ray]'): ADDRESS auto or ray://host:port; without it a "
-    "local Ray instance is started for the run. Default: the charter's harvest.engine.",
+    help="Fan the harvest out on Ray (pip install 'brt[ray]'): ADDRESS auto or ray://host:port; without it "
+    "BRT_RAY_ADDRESS, else a local Ray instance started for the run. Default: the charter's harvest.engine (a "
+    "charter never names the address).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the harvest report as one JSON document.")
 @_handle_errors
@@ -538,6 +540,34 @@ def mcp(allow_attach: bool) -> None:
     run_server(allow_attach=True if allow_attach else None)  # None: BRT_MCP_ALLOW_ATTACH decides
 
 
+@cli.command("browser-mcp", epilog=_exits({
+    0: "the client disconnected",
+    1: "chrome-devtools-mcp (Node.js) or the browser is missing; else chrome-devtools-mcp's own exit status",
+    2: _BAD_INPUT,
+}))
+@click.option("--charter", "charter_file", type=click.Path(dir_okay=False),
+              help="Hold the browser to this charter's allowed_domains (default: any public http(s) host).")
+@_handle_errors
+def browser_mcp(charter_file: str | None) -> None:
+    """Run Chrome DevTools MCP (chrome-devtools-mcp) over stdio with its browser behind brt's egress proxy.
+
+    Every connection of that browser goes through the proxy: internal addresses (loopback, private,
+    link-local, ...) are refused, and with --charter so is every host off its allowlist. What the Claude Code
+    plugin registers for an agent's own browsing."""
+    import asyncio
+
+    from .browser_mcp import serve_browser_mcp
+
+    allowed = list(_load_charter_for_browser(charter_file).allowed_domains) if charter_file else None
+    sys.exit(asyncio.run(serve_browser_mcp(allowed)))
+
+
+def _load_charter_for_browser(path: str) -> Any:
+    from . import service
+
+    return service.load(path)
+
+
 @cli.command(epilog=_exits({
     0: "the report printed and written, the snapshot written",
     1: "the demo could not run: no browser, the model missing, ...",
@@ -596,14 +626,17 @@ def verify(snapshot: str, har: str | None, no_har: bool, charter_file: str | Non
 @click.option("--id", "new_id", help="Restore under this charter id (default: the snapshot's).")
 @click.option("--charter", "charter_out", type=click.Path(dir_okay=False),
               help="Write the recorded charter here (default: $BRT_HOME/charters/<id>.yaml).")
+@click.option("--har", type=click.Path(dir_okay=False),
+              help="The HAR to verify the snapshot against and restore (default: the one beside it).")
 @click.option("--force", is_flag=True, help="Restore even when the snapshot fails verification.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 @_handle_errors
-def restore(snapshot: str, new_id: str | None, charter_out: str | None, force: bool, as_json: bool) -> None:
-    """Rebuild a charter's store from a snapshot, so search and synthesize run again."""
+def restore(snapshot: str, new_id: str | None, charter_out: str | None, har: str | None, force: bool,
+            as_json: bool) -> None:
+    """Rebuild a charter's store from a snapshot verified against its HAR, so search and synthesize run again."""
     from .audit.restore import restore as run_restore
 
-    result = run_restore(snapshot, new_id=new_id, charter_out=charter_out, force=force)
+    result = run_restore(snapshot, new_id=new_id, charter_out=charter_out, force=force, har=har)
     if as_json:
         _print_json(result.to_json())
         return

@@ -34,14 +34,21 @@ class FileRefused(BrtError):
     """A file brt will not read or write (not a regular file, too large, a symlink where none may be)."""
 
 
-def open_regular(path: str | Path, *, what: str = "file") -> BinaryIO:
-    """``path`` opened for reading in binary mode when it is a regular file (symlinks to one are fine); a FIFO,
-    a device, a socket or a folder is refused (FileRefused) without blocking. FileNotFoundError when missing."""
+def open_regular(path: str | Path, *, what: str = "file", follow_symlinks: bool = True) -> BinaryIO:
+    """``path`` opened for reading in binary mode when it is a regular file (symlinks to one are fine unless
+    ``follow_symlinks`` is False: then a symlink at ``path`` itself is refused, for a file brt reads although
+    nobody named it, such as the HAR beside a snapshot); a FIFO, a device, a socket or a folder is refused
+    (FileRefused) without blocking. FileNotFoundError when missing."""
     p = Path(path).expanduser()
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_symlinks else _NOFOLLOW)
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(p, flags)
     except IsADirectoryError:
         raise FileRefused(f"{what} {p} is a folder, not a file") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:
+            raise FileRefused(f"{what} {p} is a symlink: brt does not follow it here") from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -61,10 +68,10 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-def read_regular(path: str | Path, *, limit: int, what: str = "file") -> bytes:
+def read_regular(path: str | Path, *, limit: int, what: str = "file", follow_symlinks: bool = True) -> bytes:
     """The bytes of the regular file ``path`` (see :func:`open_regular`); FileRefused when it holds more than
     ``limit`` bytes (checked while reading: ``/proc`` files report size 0)."""
-    with open_regular(path, what=what) as fh:
+    with open_regular(path, what=what, follow_symlinks=follow_symlinks) as fh:
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise FileRefused(f"{what} {Path(path).expanduser()} is larger than {limit} bytes: too large to be one")
@@ -172,11 +179,13 @@ def move_file(src: str | Path, dest: str | Path, *, within: Iterable[Path] | Non
     return dest
 
 
-def copy_file(src: str | Path, dest: str | Path, *, within: Iterable[Path] | None = None) -> Path:
-    """Copy the regular file ``src`` to ``dest`` as :func:`write_file` writes (streamed)."""
+def copy_file(src: str | Path, dest: str | Path, *, within: Iterable[Path] | None = None,
+              follow_symlinks: bool = True) -> Path:
+    """Copy the regular file ``src`` to ``dest`` as :func:`write_file` writes (streamed); ``follow_symlinks``
+    as :func:`open_regular` reads ``src``."""
 
     def chunks() -> Iterator[bytes]:
-        with open_regular(src) as fh:
+        with open_regular(src, follow_symlinks=follow_symlinks) as fh:
             yield from iter(lambda: fh.read(1 << 20), b"")
 
     return _write_into(Path(dest), chunks(), list(within) if within is not None else None)

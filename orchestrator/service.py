@@ -199,6 +199,7 @@ def section_json(data: dict[str, Any], quote: Quote | None = None, url: UrlView 
     """One section of a synthesis document (as ``SynthesisResult.to_json`` or the store's recorded synthesis
     holds it) with each block's citation; ``quote`` and ``url`` as in :func:`synthesis_json`."""
     from .evidence import display_url
+    from .evidence.results import origin_mark
 
     view = url or _same
     out = dict(data)
@@ -209,7 +210,8 @@ def section_json(data: dict[str, Any], quote: Quote | None = None, url: UrlView 
         if quote is not None and not _is_date(date):
             date = quote(date, b.get("url")) or date
         cited = view(display_url(str(b.get("url") or "")))
-        b["citation"] = f"[{data.get('label')} Evidence #{b.get('n')}] — {cited} (last updated: {date})"
+        b["citation"] = (f"[{data.get('label')} Evidence #{b.get('n')}] — {cited} (last updated: {date})"
+                         f"{origin_mark(b.get('origin'))}")  # a page added without a harvest says so
         if quote is not None and _is_date(date):  # the charter's label, a percent-encoded URL, a date
             from .untrusted import trusted
 

@@ -119,8 +119,9 @@ def synthesize(
         generated_at=now(),
         t_synth_s=0.0,
     )
-    from .audit.hooks import after_synthesis, audit_synthesis
+    from .audit.hooks import after_synthesis, audit_synthesis, mark_origins
 
+    mark_origins(result, mem)  # pages added without a harvest are marked wherever they are cited
     audit_synthesis(charter, result, mem, cache)  # acceptance verdicts, conflicts between sources
     result.markdown = render_markdown(charter, result) + concept_diagram(ci, routes)
     from .files import write_file

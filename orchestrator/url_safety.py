@@ -13,7 +13,13 @@ URL that was serialised from what was checked.
     parse("HTTP://Example.COM:80/a/../b")     -> ParsedURL(href="http://example.com/b", host="example.com", ...)
     join("http://a.test/x/", "/\\\\b.test/")   -> "http://b.test/"  (None when it does not parse)
     normalize(url)                            -> the href, or None
+    web_url(url)                              -> the ParsedURL when brt may fetch or cite it, else None
     credentials_refusal(url)                  -> "URL carries credentials (user:pass@); brt never logs in"
+
+**One scheme rule**: brt fetches, lets the browser connect to, and cites only ``http`` and ``https`` URLs with a
+host (``WEB_SCHEMES``; :func:`web_url`). The allowlist (``charter.url_allowed``), the egress proxy, the document
+fetcher, the link filter, the static reader and ``add_page`` all decide with it; ``file:``, ``ftp:``, ``ws:``,
+``data:``, ``javascript:`` and every other scheme are never a page.
 
 A URL with userinfo (``user:pass@``) is refused everywhere (links, redirects, seeds, ``add_page``): brt never
 logs in, and ``www.trusted.example@allowed.example`` must not be cited as if it came from the first name.
@@ -25,17 +31,24 @@ from dataclasses import dataclass
 
 __all__ = [
     "CREDENTIALS_REASON",
+    "WEB_SCHEMES",
     "ParsedURL",
     "credentials_refusal",
     "display",
     "has_credentials",
+    "hostname",
     "join",
     "normalize",
     "parse",
     "strip_credentials",
+    "web_refusal",
+    "web_url",
+    "with_scheme",
 ]
 
 CREDENTIALS_REASON = "URL carries credentials (user:pass@); brt never logs in"
+#: The only schemes brt fetches, lets its browser connect to, or cites.
+WEB_SCHEMES = ("http", "https")
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
 
 
@@ -102,6 +115,49 @@ def parse(url: str, base: str | None = None) -> ParsedURL | None:
         username=u.username,
         password=u.password,
     )
+
+
+def web_url(url: str, base: str | None = None) -> ParsedURL | None:
+    """``url`` (resolved against ``base``) parsed the WHATWG way when it is a URL brt may fetch or cite: scheme
+    http or https, a host, no userinfo. None for anything else (another scheme, no host, credentials, not a
+    URL). The one rule for the allowlist, the egress proxy, the fetcher, the harvest and citations."""
+    parsed = parse(url, base)
+    return parsed if parsed is not None and _refusal(parsed) is None else None
+
+
+def web_refusal(url: str, base: str | None = None) -> str | None:
+    """Why ``url`` is not a URL brt may fetch or cite (:func:`web_url`), or None when it is."""
+    parsed = parse(url, base)
+    return "unparsable URL" if parsed is None else _refusal(parsed)
+
+
+def _refusal(parsed: ParsedURL) -> str | None:
+    if parsed.scheme not in WEB_SCHEMES:
+        return f"scheme {parsed.scheme or '(none)'}: not http(s)"
+    if not parsed.host:
+        return "no host"
+    if parsed.has_credentials:
+        return CREDENTIALS_REASON
+    return None
+
+
+def with_scheme(url: str, scheme: str) -> str | None:
+    """``url`` with its scheme replaced (``ws`` -> ``http`` to judge a WebSocket's host as a page's), parsed and
+    serialised the WHATWG way; None when it does not parse or the scheme cannot be set."""
+    parsed = parse(url)
+    if parsed is None:
+        return None
+    from ada_url import URL
+
+    u = URL(parsed.href)
+    u.protocol = scheme + ":"
+    return u.href if u.protocol == scheme + ":" else None
+
+
+def hostname(url: str) -> str | None:
+    """The host of ``url`` as the browser reads it (no IPv6 brackets), or None when it has none."""
+    parsed = parse(url)
+    return parsed.hostname or None if parsed is not None else None
 
 
 def normalize(url: str, base: str | None = None) -> str | None:

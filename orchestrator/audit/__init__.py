@@ -10,7 +10,7 @@ from .report import ReportResult, report
 from .restore import RestoreResult, restore
 from .snapshot import Snapshot, read_snapshot
 from .starter import charter_init
-from .verify import VerifyReport, verify
+from .verify import VerifyReport, verify, verify_store
 
 __all__ = [
     "Agreement",
@@ -33,4 +33,5 @@ __all__ = [
     "report",
     "restore",
     "verify",
+    "verify_store",
 ]

@@ -40,7 +40,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from memory_store.text import CRITERION_STOP_WORDS, singular
 
@@ -258,9 +257,13 @@ def _cite(supports: list[Support]) -> str:
 
 
 def _short(url: str) -> str:
-    parts = urlsplit(url)
+    from ..url_safety import parse
+
+    parts = parse(url)
+    if parts is None:
+        return url
     tail = parts.path.rstrip("/").rsplit("/", 1)[-1]
-    return f"{parts.hostname or ''}/{tail}" if tail else (parts.hostname or url)
+    return f"{parts.hostname}/{tail}" if tail else (parts.hostname or url)
 
 
 def _best(supports: list[tuple[Support, str]], cos: list[float]) -> str:

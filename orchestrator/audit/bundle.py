@@ -22,6 +22,7 @@ class Source:
     chunks: int
     chunks_cited: int = 0
     blocks: int = 0
+    added: bool = False  # added without a harvest (add_page): no server response proves it
 
 
 @dataclass
@@ -39,10 +40,28 @@ class AuditBundle:
     manifest: dict[str, Any] | None = None
     charter_sha256: str | None = None
     notes: str | None = None  # the charter's free-text notes, shown under the goal
+    _harvested: set[str] | None = field(default=None, repr=False)
 
     @property
     def sections(self) -> list[dict[str, Any]]:
         return list(self.synthesis.get("sections") or [])
+
+    def added(self, url: object, claimed: object = None) -> bool:
+        """Whether the page cited as ``url`` was added without a harvest (``add_page``), so that every report
+        marks it: the record citing it says so (``claimed``: its ``origin``), the page record says so, or
+        nothing on record shows a harvest that stored it (the journal's events). Marked when in doubt."""
+        if claimed == "add_page":
+            return True
+        if self._harvested is None:
+            from ..harvest.journal import HARVESTED, page_origins
+
+            origins = page_origins(self.events)
+            self._harvested = set()
+            for p in self.pages:
+                keys = [str(k) for k in (p.get("final_url"), p.get("url")) if k]
+                if p.get("origin", HARVESTED) == HARVESTED and any(origins.get(k) == HARVESTED for k in keys):
+                    self._harvested.update(keys)
+        return str(url) not in self._harvested
 
     def sources(self) -> list[Source]:
         """Every stored page with the chunks and blocks the synthesis cited from it, most cited first."""
@@ -56,11 +75,11 @@ class AuditBundle:
         for p in self.pages:
             url = str(p.get("final_url") or p.get("url"))
             out.append(Source(url, p.get("title"), p.get("last_updated"), len(p.get("chunk_ids") or []),
-                              len(cited.get(url, ())), blocks.get(url, 0)))
+                              len(cited.get(url, ())), blocks.get(url, 0), self.added(url)))
         known = {s.url for s in out}
         for url, ids in cited.items():  # cited but not stored (a snapshot that fails verify)
             if url not in known:
-                out.append(Source(url, None, None, 0, len(ids), blocks[url]))
+                out.append(Source(url, None, None, 0, len(ids), blocks[url], self.added(url)))
         return sorted(out, key=lambda s: (-s.blocks, s.url))
 
     def title_of(self, url: str) -> str | None:

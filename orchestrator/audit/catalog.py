@@ -1,5 +1,7 @@
 """``brt ls``: the charters with a store under ``$BRT_HOME/memory`` and the snapshots under
-``$BRT_HOME/snapshots`` (snapshots written elsewhere with ``--snapshot PATH`` are not listed)."""
+``$BRT_HOME/snapshots`` (snapshots written elsewhere with ``--snapshot PATH`` are not listed). A listing reads only
+regular files of those folders: a symlink (to ``/dev/zero``, a FIFO, a file elsewhere) is listed as a problem,
+never followed, and a manifest line longer than a manifest is not read."""
 
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ def ls() -> Catalog:
     catalog = Catalog(str(brt_home()))
     base = memory_basepath()
     if base.is_dir():
-        for folder in sorted(p for p in base.iterdir() if (p / "meta.json").is_file()):
+        for folder in sorted(p for p in base.iterdir() if not p.is_symlink() and (p / "meta.json").is_file()):
             catalog.stores.append(_store(folder))
     snaps = snapshots_dir()
     if snaps.is_dir():
@@ -96,12 +98,16 @@ def _last_harvest(events: list[dict[str, Any]]) -> str | None:
 
 
 def _snapshot(path: Path) -> SnapshotEntry:
-    entry = SnapshotEntry(path.stem, str(path), None, None, 0, 0, None, path.stat().st_size,
-                          path.with_suffix(".har").is_file(), None)
+    from ..files import FileRefused, open_regular
+    from .snapshot import MAX_MANIFEST_BYTES
+
+    har = path.with_suffix(".har")
+    entry = SnapshotEntry(path.stem, str(path), None, None, 0, 0, None, path.lstat().st_size,
+                          har.is_file() and not har.is_symlink(), None)
     try:
         events = []
-        with open(path, "rb") as fh:
-            manifest = json.loads(fh.readline())
+        with open_regular(path, what="snapshot", follow_symlinks=False) as fh:
+            manifest = json.loads(fh.readline(MAX_MANIFEST_BYTES))
             for raw in fh:
                 if raw.startswith(b'{"type": "chunk"') or b"harvest_event" not in raw:
                     continue  # only harvest events are read (chunks are the bulk of the file)
@@ -116,6 +122,6 @@ def _snapshot(path: Path) -> SnapshotEntry:
         entry.pages, entry.chunks = int(counts.get("page", 0)), int(counts.get("chunk", 0))
         entry.vectors = manifest.get("include_vectors")
         entry.last_harvest = _last_harvest(events)
-    except (OSError, ValueError, AttributeError) as exc:
+    except (OSError, ValueError, AttributeError, FileRefused) as exc:
         entry.problem = f"not a readable snapshot: {exc}"
     return entry

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from .quantities import (
     Quantity,
@@ -73,10 +72,11 @@ class Claim:
     quote: str
     value: str  # the mention as written
     chunk_id: str | None = None
+    origin: str = "harvest"  # how the cited page entered the store ("add_page": added without a harvest)
 
     def to_json(self) -> dict[str, Any]:
         doc = {"n": self.n, "url": self.url, "last_updated": self.last_updated, "value": self.value,
-               "quote": self.quote}
+               "quote": self.quote, "origin": self.origin}
         if self.chunk_id is not None:
             doc["chunk_id"] = self.chunk_id
         return doc
@@ -116,9 +116,14 @@ class Agreement:
 
 
 def page_key(url: str) -> str:
-    """The page a URL stands for (host, path without a trailing slash, query)."""
-    parts = urlsplit(url)
-    return f"{(parts.hostname or '').lower()}{parts.path.rstrip('/') or '/'}?{parts.query}"
+    """The page a URL stands for however it is spelled (WHATWG: host case, default port, dot segments; the
+    path without a trailing slash, the query)."""
+    from ..url_safety import parse
+
+    parts = parse(url)
+    if parts is None:
+        return url
+    return f"{parts.hostname}{parts.path.rstrip('/') or '/'}{parts.query or '?'}"
 
 
 def same_quantity(a: Quantity, b: Quantity) -> float:
@@ -225,6 +230,7 @@ def _claim(block: dict[str, Any], q: Quantity) -> Claim:
         quote=str(block.get("quote") or ""),
         value=q.shown,
         chunk_id=None if block.get("n") else block.get("chunk_id"),
+        origin=str(block.get("origin") or "harvest"),
     )
 
 

@@ -1,5 +1,6 @@
 """The small hooks synthesis, harvest and clean call (each marked "audit" at its call site).
 
+- ``mark_origins``: which cited pages were added without a harvest (``add_page``);
 - ``audit_synthesis``: acceptance verdicts, conflicts and agreements of a finished synthesis;
 - ``section_lines`` / ``acceptance_lines``: their Markdown;
 - ``after_synthesis``: the store keeps the result (``trail.record_synthesis``);
@@ -47,6 +48,7 @@ def _block_entries(block: Any) -> list[dict[str, Any]]:
             "last_updated": block.last_updated,
             "score": float(block.score),
             "chunk_id": block.chunk_id,
+            "origin": getattr(block, "origin", "harvest"),
         }
     ]
     for source in getattr(block, "also_at", []) or []:
@@ -58,9 +60,24 @@ def _block_entries(block: Any) -> list[dict[str, Any]]:
                 "last_updated": source.last_updated,
                 "score": float(source.score),
                 "chunk_id": source.chunk_id,
+                "origin": getattr(source, "origin", "harvest"),
             }
         )
     return entries
+
+
+def mark_origins(result: SynthesisResult, memory: Memory) -> None:
+    """Set each block's and each ``also_at`` source's ``origin`` from the store's journal: a page an agent added
+    with ``add_page`` (or one with no harvest on record) is ``"add_page"``, and every evidence line, report and
+    verdict says so."""
+    from ..harvest.journal import ADDED, HARVESTED, page_origins
+
+    origins = page_origins(memory.events())
+    for section in result.sections:
+        for block in section.blocks:
+            block.origin = HARVESTED if origins.get(block.url) == HARVESTED else ADDED
+            for source in block.also_at:
+                source.origin = HARVESTED if origins.get(source.url) == HARVESTED else ADDED
 
 
 def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory, cache: Any = None) -> None:
@@ -83,11 +100,18 @@ def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory, c
             for spec, s in zip(charter.outputs.sections, sections, strict=True)
         ]
     )
+    uncited = [claim for c in result.conflicts for claim in (c.a, c.b) if not claim.n]
+    if uncited:  # a page no block cites (counter.py) is marked like a cited one when no harvest stored it
+        from ..harvest.journal import ADDED, HARVESTED, page_origins
+
+        origins = page_origins(memory.events())
+        for claim in uncited:
+            claim.origin = HARVESTED if origins.get(claim.url) == HARVESTED else ADDED
 
 
 def section_lines(result: SynthesisResult, section: SectionResult) -> list[str]:
     """Markdown lines about conflicts and agreement between the section's sources (empty when none)."""
-    from ..evidence.results import display_url
+    from ..evidence.results import display_url, origin_mark
     from ..untrusted import markdown_escape as md  # values and quotes come from pages
 
     by_n = {b.n: b for b in section.blocks}
@@ -102,7 +126,7 @@ def section_lines(result: SynthesisResult, section: SectionResult) -> list[str]:
             block = by_n.get(claim.n) if claim.n else None
             date = md(claim.last_updated or "unknown")
             shown = block.markdown if block is not None else (
-                f'"{md(claim.quote)}" — {md(display_url(claim.url))} (last updated: {date})'
+                f'"{md(claim.quote)}" — {md(display_url(claim.url))} (last updated: {date}){origin_mark(claim.origin)}'
             )
             lines.append(f"  - {shown}")
         lines.append("")

@@ -49,8 +49,9 @@ def register_audit_tools(
         title="Verify a snapshot",
         description="Check an audit snapshot (.jsonl) and the HAR beside it: manifest sha256 and counts, every "
         "chunk id the hash of its text, every quote a verbatim span of a chunk of the cited page, every cited "
-        "URL on the charter's allowlist, every stored page's response in the HAR with its recorded fingerprint. "
-        "Returns ok, a one-line verdict and the failures.",
+        "URL on the charter's allowlist, every stored page's response in the HAR with its recorded fingerprint, "
+        "and every page and every cited source against the provenance the HAR records for it (a page added "
+        "with add_page is named as such). Returns ok, a one-line verdict and the failures.",
         annotations=read_only,
     )
     async def verify(
@@ -67,7 +68,8 @@ def register_audit_tools(
 
     @server.tool(
         title="Restore a snapshot",
-        description="Rebuild a charter's store from an audit snapshot (.jsonl) that passes verification, so that "
+        description="Rebuild a charter's store from an audit snapshot (.jsonl) that passes verification against "
+        "the HAR beside it, so that "
         "search and synthesize run again; its charter is written to $BRT_HOME/charters/<id>.yaml. Refused when "
         "a store of that id exists or the snapshot fails verification (the CLI's `brt restore --force` can "
         "override that; this tool cannot). Returns the charter id and path, counts and the store path.",

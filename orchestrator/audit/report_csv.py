@@ -1,8 +1,10 @@
 """The evidence table as CSV (RFC 4180): one row per evidence block.
 
 Columns: section, n, quote, url, title, last_updated, score, chunk_id, conflict (what the block conflicts
-with, "#2: 2.5 seconds vs 3 seconds"; empty when nothing). Fields are quoted when they hold a comma, a quote
-or a line break, quotes doubled, lines end with CRLF. Page text and a snapshot's records are untrusted: every
+with, "#2: 2.5 seconds vs 3 seconds"; empty when nothing), origin (``harvest``, or ``added without a harvest``
+for a page an agent added with ``add_page``; a block whose ``also_at`` pages include one says so too). Fields
+are quoted when they hold a comma, a quote or a line break, quotes doubled, lines end with CRLF. Page text and
+a snapshot's records are untrusted: every
 cell (a date, a number or an id from a crafted snapshot as much as a quote) that would start with ``=``, ``+``,
 ``-``, ``@``, a tab or a carriage return (a formula to a spreadsheet) gets a leading ``'``.
 """
@@ -11,12 +13,13 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Any
 
 from .bundle import AuditBundle
 
 __all__ = ["COLUMNS", "render_csv"]
 
-COLUMNS = ["section", "n", "quote", "url", "title", "last_updated", "score", "chunk_id", "conflict"]
+COLUMNS = ["section", "n", "quote", "url", "title", "last_updated", "score", "chunk_id", "conflict", "origin"]
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -47,10 +50,22 @@ def render_csv(bundle: AuditBundle) -> str:
                         _score(b.get("score")),
                         b.get("chunk_id"),
                         "; ".join(conflicts.get((str(s.get("title")), _n(b.get("n"))), [])),
+                        _origin(bundle, b),
                     )
                 ]
             )
     return out.getvalue()
+
+
+def _origin(bundle: AuditBundle, block: dict[str, Any]) -> str:
+    """``harvest``, or ``added without a harvest`` (naming the also-at pages that were, when only those)."""
+    from ..evidence.results import ADDED_MARK
+
+    if bundle.added(block.get("url"), block.get("origin")):
+        return ADDED_MARK
+    also = [str(a.get("url")) for a in block.get("also_at") or []
+            if isinstance(a, dict) and bundle.added(a.get("url"), a.get("origin"))]
+    return f"harvest; also at {', '.join(also)}: {ADDED_MARK}" if also else "harvest"
 
 
 def _score(value: object) -> str:

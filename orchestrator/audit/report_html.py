@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from html import escape
 from typing import Any
-from urllib.parse import urlsplit
 
 from .. import __version__
+from ..evidence.results import ADDED_MARK
 from .bundle import AuditBundle
 from .check import CheckReport, ClaimResult
 from .concept_svg import render_svg
@@ -76,16 +76,21 @@ def _e(value: Any) -> str:
 
 
 def _link(url: str, text: str | None = None) -> str:
-    """A link to an http(s) URL (anything else is shown as text, never linked)."""
+    """A link to an http(s) URL, as its WHATWG serialisation without userinfo (anything else is shown as text,
+    never linked: the one scheme rule, ``url_safety.web_url``)."""
+    from ..url_safety import web_url
+
     shown = _e(text if text is not None else url)
-    if urlsplit(url).scheme.lower() in ("http", "https"):
-        return f'<a href="{_e(url)}" rel="noopener noreferrer nofollow">{shown}</a>'
+    parsed = web_url(url)
+    if parsed is not None:
+        return f'<a href="{_e(parsed.href)}" rel="noopener noreferrer nofollow">{shown}</a>'
     return shown
 
 
 def _display(url: str) -> str:
-    parts = urlsplit(url)
-    return url[len(parts.scheme) + 3:] if parts.scheme else url
+    from ..url_safety import display
+
+    return display(url)
 
 
 def _slug(i: int) -> str:
@@ -127,9 +132,10 @@ def render_html(bundle: AuditBundle) -> str:
                 f'<article class="block{" conflict" if marks else ""}" id="{_slug(i)}-b{_e(b.get("n"))}">'
                 f'<blockquote>“{_e(b.get("quote"))}”</blockquote>'
                 f'<p class="cite"><span class="tag">{_e(label)} Evidence #{_e(b.get("n"))}</span>'
-                f"{_link(url, _display(url))} · last updated: {_e(b.get('last_updated') or 'unknown')} · "
+                f"{_link(url, _display(url))}{_added(bundle, b)} · last updated: "
+                f"{_e(b.get('last_updated') or 'unknown')} · "
                 f"score {float(b.get('score') or 0):.3f} · <code>{_e(str(b.get('chunk_id'))[:19])}…</code> {flag}</p>"
-                "</article>"
+                f"{_also_at(bundle, b)}</article>"
             )
         for g in s.get("gaps") or []:
             body.append(f'<p class="gap"><span class="tag">{_e(label)} Gap</span>{_e(_gap_text(g))}</p>')
@@ -139,7 +145,7 @@ def render_html(bundle: AuditBundle) -> str:
                         f'({_e(", ".join(f"#{n}" for n in a.get("blocks") or []))})</p>')
         body.append("</section>")
     body += _acceptance(syn)
-    body += _conflicts(syn)
+    body += _conflicts(bundle, syn)
     body += _sources(bundle)
     body += _harvest(bundle)
     body += _concepts(bundle)
@@ -187,7 +193,25 @@ def _acceptance(syn: dict[str, Any]) -> list[str]:
     return out + ["</tbody></table></section>"]
 
 
-def _conflicts(syn: dict[str, Any]) -> list[str]:
+def _added(bundle: AuditBundle, source: dict[str, Any]) -> str:
+    """A flag after a source no harvest stored (``bundle.added``: a page an agent added with add_page)."""
+    if not bundle.added(source.get("url"), source.get("origin")):
+        return ""
+    return f' <span class="flag added">{_e(ADDED_MARK)}</span>'
+
+
+def _also_at(bundle: AuditBundle, block: dict[str, Any]) -> str:
+    """The other pages a block cites, each with its date (and flag)."""
+    items = []
+    for src in block.get("also_at") or []:
+        if isinstance(src, dict):
+            url = str(src.get("url") or "")
+            items.append(f"{_link(url, _display(url))}{_added(bundle, src)} (last updated: "
+                         f"{_e(src.get('last_updated') or 'unknown')})")
+    return f'<p class="cite also">also at {"; ".join(items)}</p>' if items else ""
+
+
+def _conflicts(bundle: AuditBundle, syn: dict[str, Any]) -> list[str]:
     conflicts = syn.get("conflicts") or []
     agreements = syn.get("agreements") or []
     out = ['<section id="conflicts"><h2>Conflicts between sources</h2>']
@@ -204,8 +228,8 @@ def _conflicts(syn: dict[str, Any]) -> list[str]:
             claim = c.get(side) or {}
             url = str(claim.get("url") or "")
             which = f"#{_e(claim.get('n'))}" if claim.get("n") else "a page no block cites:"
-            out.append(f"<li>{which} “{_e(claim.get('quote'))}” — {_link(url, _display(url))} "
-                       f"(last updated: {_e(claim.get('last_updated') or 'unknown')})</li>")
+            out.append(f"<li>{which} “{_e(claim.get('quote'))}” — {_link(url, _display(url))}"
+                       f"{_added(bundle, claim)} (last updated: {_e(claim.get('last_updated') or 'unknown')})</li>")
         out.append("</ul></div>")
     if agreements:
         out.append("<h3>Agreement</h3><ul>")
@@ -219,11 +243,12 @@ def _conflicts(syn: dict[str, Any]) -> list[str]:
 def _sources(bundle: AuditBundle) -> list[str]:
     out = ['<section id="sources"><h2>Sources</h2>',
            "<table><thead><tr><th>URL</th><th>Title</th><th>Last updated</th><th>Chunks cited</th><th>Blocks</th>"
-           "</tr></thead><tbody>"]
+           "<th>Origin</th></tr></thead><tbody>"]
     for s in bundle.sources():
+        origin = f'<span class="flag added">{_e(ADDED_MARK)}</span>' if s.added else "harvest"
         out.append(f"<tr><td>{_link(s.url, _display(s.url))}</td><td>{_e(s.title)}</td>"
                    f"<td>{_e(s.last_updated or 'unknown')}</td><td>{s.chunks_cited} of {s.chunks}</td>"
-                   f"<td>{s.blocks}</td></tr>")
+                   f"<td>{s.blocks}</td><td>{origin}</td></tr>")
     return out + ["</tbody></table></section>"]
 
 

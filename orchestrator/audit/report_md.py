@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..evidence import display_url
+from ..evidence.results import ADDED_MARK, origin_mark
 from ..untrusted import evidence_line, markdown_escape
 from .bundle import AuditBundle
 
@@ -38,13 +39,19 @@ def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _block_line(label: str, block: dict[str, Any]) -> str:
+def _mark(bundle: AuditBundle, source: dict[str, Any]) -> str:
+    """`` (added without a harvest)`` after a source no harvest stored (``bundle.added``)."""
+    return origin_mark("add_page" if bundle.added(source.get("url"), source.get("origin")) else "harvest")
+
+
+def _block_line(bundle: AuditBundle, label: str, block: dict[str, Any]) -> str:
     line = evidence_line(_md(label), _int(block.get("n")), str(block.get("quote") or ""),
                          display_url(str(block.get("url") or "")), _date(block.get("last_updated")))
+    line += _mark(bundle, block)
     for src in _list(block.get("also_at")):
         src = _dict(src)
         line += (f"; also at {markdown_escape(display_url(str(src.get('url') or '')))}"
-                 f" (last updated: {_md(_date(src.get('last_updated')) or 'unknown')})")
+                 f" (last updated: {_md(_date(src.get('last_updated')) or 'unknown')}){_mark(bundle, src)}")
     return line
 
 
@@ -58,7 +65,7 @@ def _gap_line(label: str, gap: dict[str, Any], question: object) -> str:
             f"(searched {_int(gap.get('searched_chunks'))} chunks from {_int(gap.get('searched_pages'))} pages).")
 
 
-def _section_lines(syn: dict[str, Any], section: dict[str, Any]) -> list[str]:
+def _section_lines(bundle: AuditBundle, syn: dict[str, Any], section: dict[str, Any]) -> list[str]:
     """The section's conflicts (each side with its block) and agreement between its sources."""
     title, label = section.get("title"), section.get("label") or section.get("title")
     by_n = {_int(b.get("n")): b for b in map(_dict, _list(section.get("blocks")))}
@@ -74,9 +81,10 @@ def _section_lines(syn: dict[str, Any], section: dict[str, Any]) -> list[str]:
                      + (f" (about: {about})" if about else ""))
         for claim in (a, b):  # a block as listed; a page no block cites: its sentence, URL and date
             block = by_n.get(_int(claim.get("n"))) if _int(claim.get("n")) else None
-            lines.append("  - " + (_block_line(str(label), block) if block else
+            lines.append("  - " + (_block_line(bundle, str(label), block) if block else
                                    f'"{_md(claim.get("quote"))}" — {_md(display_url(str(claim.get("url") or "")))} '
-                                   f"(last updated: {_md(_date(claim.get('last_updated')) or 'unknown')})"))
+                                   f"(last updated: {_md(_date(claim.get('last_updated')) or 'unknown')})"
+                                   f"{_mark(bundle, claim)}"))
         lines.append("")
     said = [
         f"{_int(g.get('sources'))} sources agree on {_md(g.get('value'))} "
@@ -102,9 +110,9 @@ def _synthesis_lines(bundle: AuditBundle) -> list[str]:
         lines += [f"## {_md(s.get('title'))}", ""]
         if s.get("question") and s.get("question") != s.get("title"):
             lines += [f"_{_md(s.get('question'))}_", ""]
-        lines += [x for b in map(_dict, _list(s.get("blocks"))) for x in (_block_line(label, b), "")]
+        lines += [x for b in map(_dict, _list(s.get("blocks"))) for x in (_block_line(bundle, label, b), "")]
         lines += [x for g in map(_dict, _list(s.get("gaps"))) for x in (_gap_line(label, g, s.get("question")), "")]
-        lines += _section_lines(syn, s)
+        lines += _section_lines(bundle, syn, s)
     verdicts = [_dict(v) for v in _list(syn.get("acceptance"))]
     if verdicts:
         lines += ["## Acceptance criteria", ""]
@@ -116,11 +124,12 @@ def _synthesis_lines(bundle: AuditBundle) -> list[str]:
 
 def render_md(bundle: AuditBundle) -> str:
     out = ["\n".join(_synthesis_lines(bundle)).rstrip()]
-    out += ["", "## Sources", "", "| URL | Title | Last updated | Chunks cited | Blocks |", "|---|---|---|---|---|"]
+    out += ["", "## Sources", "", "| URL | Title | Last updated | Chunks cited | Blocks | Origin |",
+            "|---|---|---|---|---|---|"]
     for src in bundle.sources():
         out.append(
             f"| {_md(src.url)} | {_md(src.title)} | {_md(src.last_updated or 'unknown')} | "
-            f"{src.chunks_cited} of {src.chunks} | {src.blocks} |"
+            f"{src.chunks_cited} of {src.chunks} | {src.blocks} | {ADDED_MARK if src.added else 'harvest'} |"
         )
     h = bundle.harvest()
     out += ["", "## Harvest", ""]

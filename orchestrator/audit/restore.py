@@ -14,15 +14,19 @@ The charter as harvested is written to a file (``--charter PATH``, default ``$BR
 with its ``id`` set to the restored id, so ``brt synthesize`` (and MCP ``synthesize``) can run on it at once: an
 ``outputs.doc`` that would leave the new file's folder (``../out/x.md`` from the charter's own folder, an absolute
 path) is moved to ``out/<its file name>`` beside it, since synthesize refuses one that leaves it. The snapshot is
-verified first (``verify`` without the HAR); a snapshot that fails is refused unless ``force``.
+verified first, with its HAR (beside it, or ``har``): every page must match the provenance the HAR records for it,
+so a snapshot edited and resealed is refused; a snapshot that fails is refused unless ``force``. Restores of one id
+are serialised (a lock beside the stores): a second one waits, then finds the store and refuses.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -79,19 +83,19 @@ def restore(
     new_id: str | None = None,
     charter_out: str | Path | None = None,
     force: bool = False,
+    har: str | Path | None = None,
 ) -> RestoreResult:
     """Rebuild the store of the snapshot's charter (or of ``new_id``) from ``snapshot``; see the module
-    docstring. Raises RestoreError when the store exists already, the id is invalid, or the snapshot fails
+    docstring. ``har``: the HAR to verify it against and restore (default: beside the snapshot, never through a
+    symlink). Raises RestoreError when the store exists already, the id is invalid, or the snapshot fails
     verification (unless ``force``)."""
-    from memory_store import Memory
     from memory_store.memory import validate_charter_id
 
-    from ..config import brt_home, memory_basepath
-    from ..files import write_file
+    from ..config import memory_basepath
     from .verify import verify
 
     snap_path = Path(snapshot).expanduser()
-    checked = verify(snap_path, check_har=False)
+    checked = verify(snap_path, har=har)
     if not checked.ok and not force:
         listed = "\n".join(f"  {f}" for f in checked.failures[:20])
         raise RestoreError(f"{snap_path} fails verification, not restored:\n{listed}", advice="restore_force")
@@ -106,6 +110,20 @@ def restore(
     except ValueError as exc:
         raise RestoreError(str(exc)) from None
     base = memory_basepath()
+    har_path = Path(har).expanduser() if har is not None else snap.har_path
+    with _restore_lock(base, charter_id):
+        return _restore_into(snap, base, charter_id, charter_out, force, har_path, named_har=har is not None)
+
+
+def _restore_into(snap: Snapshot, base: Path, charter_id: str, charter_out: str | Path | None, force: bool,
+                  har: Path, *, named_har: bool) -> RestoreResult:
+    """The restore itself, with the id's restore lock held."""
+    from memory_store import Memory
+
+    from ..config import brt_home
+    from ..files import write_file
+
+    snap_path = snap.path
     if Memory.exists(charter_id, basepath=base) or os.path.lexists(base / charter_id):  # a planted link too
         raise RestoreError(f"a store for charter {charter_id!r} exists at {base / charter_id}", advice="restore_id")
     charters = _renamed_charters(snap, charter_id)
@@ -118,9 +136,11 @@ def restore(
         if os.path.lexists(target) and not force and not _holds(target, charter_text):
             raise RestoreError(f"{target} exists with other content", advice="restore_charter")
         charter_path = target
+    har_file = har if har.is_file() and (named_har or not har.is_symlink()) else None
     mem = Memory(charter_id, basepath=base, model=snap.manifest.get("embedding_model"))
     try:
-        result = _load(snap, mem, charter_id, charters, harvested)
+        with mem.harvest_lock():  # no harvest of this id starts on a half-restored store
+            result = _load(snap, mem, charter_id, charters, harvested, har_file, named_har)
     except BaseException:
         try:
             mem.reset()  # nothing half-restored is left behind
@@ -135,7 +155,7 @@ def restore(
 
 
 def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, Any]],
-          harvested: dict[str, Any] | None) -> RestoreResult:
+          harvested: dict[str, Any] | None, har_file: Path | None, named_har: bool) -> RestoreResult:
     import numpy as np
 
     from memory_store import ModelMismatch, get_embedder
@@ -186,7 +206,7 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
         "snapshot_charter_id": snap.charter_id,
         "reembedded": reembedded,
     }
-    mem.record_events([*snap.events, restore_event])
+    mem.record_events([*snap.events, *_added_events(snap), restore_event])
     with mem.write_lock():
         with open(mem.path / CHARTER_FILE, "w", encoding="utf-8") as fh:
             for c in charters:
@@ -204,9 +224,9 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
         synthesis = True
     concept_index = _restore_concepts(snap, mem, charter_id, harvested)
     har = None
-    if snap.har_path.is_file():
+    if har_file is not None:  # the HAR verified above: the one named, or the one beside (never a symlink)
         stamp = re.sub(r"[^0-9TZ]", "", str(snap.manifest.get("created_at") or "")) or "00000000T000000Z"
-        har = copy_file(snap.har_path, mem.path / "har" / f"{stamp}.har", within=[mem.path])
+        har = copy_file(har_file, mem.path / "har" / f"{stamp}.har", within=[mem.path], follow_symlinks=named_har)
     check = mem.check()
     if not check.ok:
         log.warning("the restored store of %s has problems: %s", charter_id, check.problems[:5])
@@ -224,6 +244,39 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
         har_path=har,
         check_ok=check.ok,
     )
+
+
+def _added_events(snap: Snapshot) -> list[dict[str, Any]]:
+    """A ``page_added`` journal record for each page the snapshot says an agent added (its ``origin``, which
+    ``verify`` checked against the HAR), so the restored store's reports mark it whatever its events say."""
+    from ..harvest.journal import ADDED, PAGE_ADDED
+
+    return [{"type": PAGE_ADDED, "url": str(p.get("final_url") or p.get("url")), "requested_url": p.get("url"),
+             "at": p.get("fetched_at"), "restored": True} for p in snap.pages if p.get("origin") == ADDED]
+
+
+@contextlib.contextmanager
+def _restore_lock(base: Path, charter_id: str) -> Iterator[None]:
+    """An exclusive lock on restoring ``charter_id`` (``<base>/.restore-<id>.lock``, opened without following a
+    symlink): concurrent restores of one id run one after the other, so exactly one store results."""
+    import errno
+    import fcntl
+
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / f".restore-{charter_id}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                     0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RestoreError(f"refused: {path} is a symlink") from None
+        raise RestoreError(f"cannot lock {path}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another restore of this id: wait for it (it then holds the store)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 def _restore_concepts(snap: Snapshot, mem: Any, charter_id: str, harvested: dict[str, Any] | None) -> str:

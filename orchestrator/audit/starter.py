@@ -14,7 +14,6 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from memory_store.text import SLUG_STOP_WORDS
 
@@ -74,8 +73,10 @@ def _cut(text: str) -> str:
 
 
 def _domain(url: str, field: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    from ..url_safety import web_url
+
+    parts = web_url(url)  # the host the browser reads (WHATWG), http(s) only
+    if parts is None:
         raise CharterError("<charter init>", [(field, f"{url!r} is not an absolute http(s) URL")])
     host = parts.hostname.lower().rstrip(".")
     try:
@@ -84,6 +85,16 @@ def _domain(url: str, field: str) -> str:
     except ValueError:
         pass
     return host[4:] if host.startswith("www.") and host.count(".") >= 2 else host
+
+
+def _check_id(charter_id: str) -> None:
+    """CharterError naming ``id`` unless ``charter_id`` is an id exactly as given (a trailing newline, a tab or an
+    ideographic space is an error, not whitespace to drop: the starter's file is named after it)."""
+    from ..charter import CHARTER_ID_RE
+
+    if not isinstance(charter_id, str) or not CHARTER_ID_RE.match(charter_id):
+        raise CharterError("<charter init>", [("id", f"{charter_id!r} must match [a-z0-9][a-z0-9_-]{{0,63}} exactly "
+                                                     "(lower-case letters, digits, '_' and '-'; no spaces)")])
 
 
 def _q(text: str) -> str:
@@ -108,6 +119,8 @@ def starter_text(
     if not urls:
         raise CharterError("<charter init>", [("urls", "give at least one URL to start from")])
     domains = list(dict.fromkeys(_domain(u, f"urls.{i}") for i, u in enumerate(urls)))
+    if charter_id is not None:
+        _check_id(charter_id)  # the id names the file: checked as given, never tidied first
     cid = charter_id or _slug(question)
     questions = [question, *[" ".join(s.split()) for s in sections or [] if s.strip()]]
     criterion = question.rstrip("?. ") + ": answered with at least one verbatim, dated quote"
@@ -115,7 +128,7 @@ def starter_text(
         "# A brt task charter: a starter written by `brt charter init`. Edit it, then check it with",
         "# `brt charter validate FILE`. The fields are explained in docs/charters.md; the JSON Schema",
         "# comes from `brt charter schema`. Paths are relative to this file's folder.",
-        f"id: {_q(cid)}  # names the store; [a-z0-9][a-z0-9_-]{{0,63}}",
+        f"id: {json.dumps(cid)}  # names the store; [a-z0-9][a-z0-9_-]{{0,63}}",
         f"title: {_q(title or _title(question))}",
         f"goal: {_q(question)}",
         "# Pages are read only from these hosts: a domain allows its subdomains, an IP address or localhost",

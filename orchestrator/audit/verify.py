@@ -43,7 +43,7 @@ from typing import Any
 
 from .snapshot import Snapshot, read_snapshot
 
-__all__ = ["Finding", "VerifyReport", "quote_in_chunk", "verify"]
+__all__ = ["Finding", "VerifyReport", "quote_in_chunk", "verify", "verify_store"]
 
 
 @dataclass
@@ -84,7 +84,8 @@ class VerifyReport:
             detail = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
             return f"FAILED {self.snapshot.name}: {len(self.failures)} failure(s) ({detail})"
         parts = [
-            f"manifest sha256 and {c.get('record_types', 0)} record counts",
+            f"manifest sha256 and {c.get('record_types', 0)} record counts" if "record_types" in c
+            else f"the store ({c.get('pages', 0)} pages)",
             f"{c.get('chunks', 0)} chunk ids",
             f"{c.get('quotes', 0)} quotes in {c.get('sections', 0)} sections",
             f"{c.get('urls', 0)} URLs on the allowlist",
@@ -93,6 +94,13 @@ class VerifyReport:
             parts.append(f"{c.get('har_pages', 0)}/{c.get('pages', 0)} pages in the HAR "
                          f"({c.get('fingerprints', 0)} body fingerprints, {c.get('provenance', 0)} provenance "
                          "records)")
+            if c.get("added_pages"):
+                from ..evidence.results import ADDED_MARK
+
+                parts.append(f"{c['added_pages']} page(s) {ADDED_MARK} (add_page: no server response proves "
+                             "them)")
+        else:
+            parts.append("the HAR not checked: nothing proves the pages came from a server")
         warned = f"; {len(self.warnings)} warning(s)" if self.warnings else ""
         return f"OK {self.snapshot.name}: " + ", ".join(parts) + warned
 
@@ -147,8 +155,60 @@ def verify(snapshot: str | Path, *, har: str | Path | None = None, check_har: bo
     _pages(snap, report, allowed)
     _evidence(snap, report, allowed)
     if check_har:
-        _har(snap, report, har_path)
+        proofs = _har(snap, report, har_path, follow_symlinks=har is not None)
+        if proofs is not None:
+            _sources(snap, report, proofs)
     return report
+
+
+def verify_store(charter: Any) -> VerifyReport:
+    """Verify a charter's live store as ``verify`` verifies a snapshot (its seal: the HARs its harvests and
+    ``add_page`` wrote): every page against its provenance record, every chunk id the hash of its text, every
+    recorded block a verbatim span of a chunk of a page the HARs prove (or one marked as added without a
+    harvest), every URL on the charter's allowlist, and the store's own consistency (``Memory.check``). The
+    report's ``snapshot`` is the charter file. Raises StoreNotFound when the charter has no store."""
+    from ..config import open_memory
+    from ..harvest.har import har_files, merged_har
+    from .trail import stored_synthesis
+
+    mem = open_memory(charter, create=False)
+    snap = _store_snapshot(charter, mem, stored_synthesis(mem))
+    report = VerifyReport(snap.path, mem.path / "har")
+    check = mem.check()
+    for problem in check.problems:
+        report.fail("store", str(problem))
+    _chunks(snap, report)
+    allowed = list(charter.allowed_domains)
+    _pages(snap, report, allowed)
+    _evidence(snap, report, allowed)
+    har = merged_har(har_files(mem))
+    if har is None:
+        if snap.pages:
+            report.fail("har", f"the store at {mem.path} holds no HAR: nothing proves its pages")
+        return report
+    proofs = _har(snap, report, har)
+    if proofs is not None:
+        _sources(snap, report, proofs)
+    return report
+
+
+def _store_snapshot(charter: Any, mem: Any, synthesis: dict[str, Any] | None) -> Snapshot:
+    """A store's pages, chunks, journal and recorded synthesis as the parts of a snapshot (no manifest)."""
+    from ..harvest.journal import ADDED, page_origins
+    from .trail import charter_records, stored_charters
+
+    events = mem.events()
+    origins = page_origins(events)
+    snap = Snapshot(path=Path(charter.source or charter.id), manifest={"charter_id": charter.id}, sha256="",
+                    events=events, synthesis=synthesis, charters=charter_records(stored_charters(mem)))
+    for p in mem.pages():
+        snap.pages.append({"url": p.requested_url or p.url, "final_url": p.url, "title": p.title, "text": p.text,
+                           "last_updated": p.last_updated, "last_updated_source": p.last_updated_source,
+                           "chunk_ids": list(p.chunk_ids), "origin": origins.get(p.url, ADDED)})
+    for row in mem.chunks(include_vectors=False):
+        snap.chunks[str(row["id"])] = dict(row)
+        snap.chunk_order.append(str(row["id"]))
+    return snap
 
 
 def _manifest(snap: Snapshot, report: VerifyReport) -> None:
@@ -358,14 +418,15 @@ def har_bodies(har: Path | dict[str, Any]) -> dict[str, list[tuple[int, str]]]:
     return out
 
 
-def read_har(har: Path) -> dict[str, Any]:
-    """The HAR at ``har`` (a regular file holding a JSON object with a ``log`` object); ValueError otherwise."""
+def read_har(har: Path, *, follow_symlinks: bool = True) -> dict[str, Any]:
+    """The HAR at ``har`` (a regular file holding a JSON object with a ``log`` object); ValueError otherwise.
+    ``follow_symlinks=False`` for a HAR nobody named (the one beside a snapshot): a symlink there is refused."""
     import json
 
     from ..files import FileRefused, open_regular
 
     try:
-        with open_regular(har, what="HAR") as fh:
+        with open_regular(har, what="HAR", follow_symlinks=follow_symlinks) as fh:
             data = json.load(fh)
     except FileRefused as exc:
         raise ValueError(str(exc)) from None
@@ -385,10 +446,13 @@ class _Har:
     provenance: dict[str, dict[str, Any]] | None  # None: the HAR predates provenance records
 
     @classmethod
-    def read(cls, path: Path) -> _Har:
+    def read(cls, path: Path, *, follow_symlinks: bool = True) -> _Har:
+        return cls.of(read_har(path, follow_symlinks=follow_symlinks))
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> _Har:
         from ..harvest.har import PROVENANCE
 
-        data = read_har(path)
         log = data["log"]
         records = log.get(PROVENANCE)
         provenance: dict[str, dict[str, Any]] | None = None
@@ -404,78 +468,184 @@ class _Har:
         return "incomplete:" in self.comment and any(k in self.comment.split() for k in keys)
 
 
-def _har(snap: Snapshot, report: VerifyReport, har: Path) -> None:
-    from ..harvest.revalidate import load_fingerprints
+#: What ``_har`` found for a page (by each of its URLs): proven by a harvest's record, added without a harvest
+#: (a record of ``add_page``), no record at all, or not checked (a HAR from before provenance records, a
+#: recording a crash cut short).
+_UNPROVEN = "none"
+_UNCHECKED = "unchecked"
 
-    if not har.is_file():
-        report.fail("har", f"no HAR at {har}")
-        return
-    try:
-        read = _Har.read(har)
-    except (OSError, ValueError) as exc:
-        report.fail("har", f"cannot read {har}: {exc}")
-        return
-    fingerprints = load_fingerprints(snap.events)
-    harvested = {
-        str(u) for e in snap.events if e.get("type", "harvest_event") == "harvest_event"
-        for u in (e.get("url"), e.get("final_url")) if u
-    }
-    present = matched = 0
-    for page in snap.pages:
-        final = str(page.get("final_url") or page.get("url"))
-        keys = list(dict.fromkeys([final, str(page.get("url") or final)]))
-        fp = next((fingerprints[k] for k in keys if k in fingerprints), None)
-        if fp is not None:
-            keys = list(dict.fromkeys([str(fp.get("url") or final), *keys]))
-        responses = [r for k in keys for r in read.bodies.get(k.split("#", 1)[0], [])]
-        _provenance(report, read, page, final, responses, harvested=any(k in harvested for k in keys))
-        if not responses:
-            if not any(k in harvested for k in keys):
-                report.warn("har", f"page {final} has no harvest event (added with add_page): not in the HAR")
-            elif read.cut_short(keys):
-                report.warn("har", f"page {final} was read in a browser that crashed: the HAR says its "
-                                   "recording is incomplete")
-            else:
-                report.fail("har", f"the HAR holds no response for page {final}")
-            continue
-        present += 1
-        if fp is None:
-            report.warn("har", f"page {final} has no recorded fingerprint: its body is not checked")
-            continue
-        if any(sha == fp.get("doc") for _, sha in responses):
-            matched += 1
-        else:
-            report.fail("har", f"page {final}: no response in the HAR hashes to its recorded fingerprint")
+
+def _har(snap: Snapshot, report: VerifyReport, har: Path | dict[str, Any], *,
+         follow_symlinks: bool = True) -> dict[str, str] | None:
+    """Check every page against the HAR; returns each page URL's provenance (``"harvest"``, ``"add_page"``,
+    ``"none"``, ``"unchecked"``), or None when there is no HAR to read (a failure)."""
+    if isinstance(har, Path):
+        if not (har.is_file() or har.is_symlink()):
+            if snap.pages:
+                report.fail("har", f"no HAR at {har}")
+            return None
+        try:
+            read = _Har.read(har, follow_symlinks=follow_symlinks)
+        except (OSError, ValueError) as exc:
+            report.fail("har", f"cannot read {har}: {exc}")
+            return None
+    else:
+        read = _Har.of(har)
     if read.provenance is None and snap.pages:
         report.warn("provenance", "the HAR records no provenance (written before brt recorded it): the pages' "
                                   "text, chunks and dates are checked against the snapshot alone")
-    report.checked["har_pages"] = present
-    report.checked["fingerprints"] = matched
+    proofs: dict[str, str] = {}
+    counts = Counter[str]()
+    for page in snap.pages:
+        final = str(page.get("final_url") or page.get("url"))
+        keys = list(dict.fromkeys([final, str(page.get("url") or final)]))
+        origin = _page_har(snap, report, read, page, final, keys, counts)
+        for k in keys:
+            proofs.setdefault(k, origin)
+    report.checked["har_pages"] = counts["present"]
+    report.checked["fingerprints"] = counts["matched"]
+    report.checked["added_pages"] = counts["added"]
+    return proofs
 
 
-def _provenance(report: VerifyReport, har: _Har, page: dict[str, Any], final: str,
-                responses: list[tuple[int, str]], *, harvested: bool) -> None:
-    """The page as the snapshot records it against its provenance record in the HAR: the body the server sent
-    (present in the HAR), the text extracted from it, its chunks, title and dates."""
-    from ..harvest.har import sha256_hex
+def _page_har(snap: Snapshot, report: VerifyReport, read: _Har, page: dict[str, Any], final: str, keys: list[str],
+              counts: Counter[str]) -> str:
+    """One page against the HAR: its provenance record (required, whatever the snapshot's events say), then
+    for a harvested page the response its text came from. Returns the page's provenance."""
+    from ..harvest.journal import ADDED, HARVESTED
+    from ..harvest.revalidate import load_fingerprints
 
-    if har.provenance is None or not harvested:
-        return  # a HAR from before provenance records (warned once), or a page added with add_page (warned)
-    rec = har.provenance.get(final)
+    fp = next((f for k, f in load_fingerprints(snap.events).items() if k in keys), None)
+    if read.provenance is None:
+        return _legacy_page(snap, report, read, page, final, keys, fp, counts)
+    rec = read.provenance.get(final)
     if rec is None:
-        if not har.cut_short([final, str(page.get("url") or final)]):
-            report.fail("provenance", f"page {final}: the HAR records no provenance for it")
-        return
+        if read.cut_short(keys):
+            report.warn("provenance", f"page {final} was read in a browser that crashed and the HAR records no "
+                                      "provenance for it: checked against the snapshot alone")
+            return _UNCHECKED
+        report.fail("provenance", f"page {final}: the HAR records no provenance for it (neither a harvest nor "
+                                  "add_page stored it)")
+        return _UNPROVEN
+    origin = ADDED if rec.get("origin") == ADDED else HARVESTED
+    claimed = page.get("origin")
+    if claimed is not None and claimed != origin:
+        report.fail("provenance", f"page {final}: the snapshot says it came from {claimed}, the HAR records "
+                                  f"{origin}")
+    if origin == ADDED:
+        counts["added"] += 1
+        report.checked["provenance"] = report.checked.get("provenance", 0) + 1
+        report.warn("provenance", f"page {final} was added without a harvest (add_page): no server response "
+                                  "proves its text")
+        _compare(report, page, final, rec)
+        return ADDED
+    urls = [*keys, *(str(u) for u in (rec.get("requested_url"), (fp or {}).get("url")) if u)]
+    responses = [r for k in dict.fromkeys(urls) for r in read.bodies.get(k.split("#", 1)[0], [])]
+    _provenance(report, page, final, rec, responses)
+    if not responses:
+        if read.cut_short(keys):
+            report.warn("har", f"page {final} was read in a browser that crashed: the HAR says its recording is "
+                               "incomplete")
+        else:
+            report.fail("har", f"the HAR holds no response for page {final}")
+        return HARVESTED
+    counts["present"] += 1
+    expected = (fp or {}).get("doc") or rec.get("doc_sha256")
+    if expected is None:
+        report.warn("har", f"page {final} has no recorded fingerprint: its body is not checked")
+    elif any(sha == expected for _, sha in responses):
+        counts["matched"] += 1
+    else:
+        report.fail("har", f"page {final}: no response in the HAR hashes to its recorded fingerprint")
+    return HARVESTED
+
+
+def _legacy_page(snap: Snapshot, report: VerifyReport, read: _Har, page: dict[str, Any], final: str,
+                 keys: list[str], fp: dict[str, Any] | None, counts: Counter[str]) -> str:
+    """A page against a HAR written before provenance records: its response and fingerprint only."""
+    if fp is not None:
+        keys = list(dict.fromkeys([str(fp.get("url") or final), *keys]))
+    responses = [r for k in keys for r in read.bodies.get(k.split("#", 1)[0], [])]
+    if not responses:
+        if read.cut_short(keys):
+            report.warn("har", f"page {final} was read in a browser that crashed: the HAR says its recording is "
+                               "incomplete")
+        else:
+            report.fail("har", f"the HAR holds no response for page {final}")
+        return _UNCHECKED
+    counts["present"] += 1
+    if fp is None:
+        report.warn("har", f"page {final} has no recorded fingerprint: its body is not checked")
+    elif any(sha == fp.get("doc") for _, sha in responses):
+        counts["matched"] += 1
+    else:
+        report.fail("har", f"page {final}: no response in the HAR hashes to its recorded fingerprint")
+    return _UNCHECKED
+
+
+def _provenance(report: VerifyReport, page: dict[str, Any], final: str, rec: dict[str, Any],
+                responses: list[tuple[int, str]]) -> None:
+    """A harvested page against its provenance record in the HAR: the body the server sent (present in the
+    HAR), the text extracted from it, its chunks, title and dates."""
     report.checked["provenance"] = report.checked.get("provenance", 0) + 1
     doc = rec.get("doc_sha256")
     if doc and responses and not any(sha == doc for _, sha in responses):
         report.fail("provenance", f"page {final}: the body its text was extracted from is not in the HAR")
+    _compare(report, page, final, rec)
+
+
+def _compare(report: VerifyReport, page: dict[str, Any], final: str, rec: dict[str, Any]) -> None:
+    """The snapshot's page against what the provenance record says brt stored: text, chunks, title, dates."""
+    from ..harvest.har import sha256_hex
+
     if sha256_hex(str(page.get("text") or "").encode("utf-8")) != rec.get("text_sha256"):
-        report.fail("provenance", f"page {final}: its text is not the text brt extracted from what the server "
-                                  "sent")
+        what = ("the text the agent gave (add_page)" if rec.get("origin") == "add_page"
+                else "the text brt extracted from what the server sent")
+        report.fail("provenance", f"page {final}: its text is not {what}")
     if list(page.get("chunk_ids") or []) != list(rec.get("chunk_ids") or []):
         report.fail("provenance", f"page {final}: its chunks are not the chunks brt stored for it")
     for key in ("title", "last_updated", "last_updated_source"):
         if page.get(key) != rec.get(key):
             report.fail("provenance", f"page {final}: {key} {page.get(key)!r}, the HAR's record says "
                                       f"{rec.get(key)!r}")
+
+
+def _sources(snap: Snapshot, report: VerifyReport, proofs: dict[str, str]) -> None:
+    """Every source the synthesis cites (each block, each of its ``also_at`` pages, each side of a conflict)
+    names a page the HAR proves, or one it records as added without a harvest, and then says so itself (its
+    ``origin``, and the block's Markdown line); a page with no provenance may not be cited."""
+    from ..evidence.results import ADDED_MARK
+
+    syn = snap.synthesis or {}
+    for s in syn.get("sections") or []:
+        label = s.get("label") or s.get("title")
+        for b in s.get("blocks") or []:
+            where = f"[{label} Evidence #{b.get('n')}]"
+            sources = [b, *_also_at(b)]
+            added = [_source(report, proofs, f"{where}{'' if i == 0 else f' (also at {i})'}", src)
+                     for i, src in enumerate(sources)]
+            md = b.get("markdown")
+            if any(added) and isinstance(md, str) and ADDED_MARK not in md:
+                report.fail("provenance", f"{where}: its Markdown line does not say that it cites a page added "
+                                          "without a harvest")
+    for c in syn.get("conflicts") or []:
+        for side in ("a", "b"):
+            claim = c.get(side)
+            if isinstance(claim, dict):
+                _source(report, proofs, f"conflict in {c.get('section')!r} ({side})", claim)
+
+
+def _source(report: VerifyReport, proofs: dict[str, str], where: str, src: dict[str, Any]) -> bool:
+    """One cited source against its page's provenance; True when the page was added without a harvest."""
+    from ..harvest.journal import ADDED, HARVESTED
+
+    url = str(src.get("url") or "")
+    proof = proofs.get(url)
+    if proof == _UNPROVEN:
+        report.fail("provenance", f"{where} cites {url}, which has no provenance in the HAR")
+    elif proof == ADDED and src.get("origin") != ADDED:
+        report.fail("provenance", f"{where} cites {url} as harvested; the HAR records it as added without a "
+                                  "harvest (add_page)")
+    elif proof == HARVESTED and src.get("origin") == ADDED:
+        report.warn("provenance", f"{where} marks {url} as added without a harvest; the HAR records a harvest")
+    return proof == ADDED

@@ -1,8 +1,9 @@
 """The evidence reader: a small cross-encoder (trained by ``bench/train_reader.py`` from the bundled MiniLM) that
 reads a question and a candidate quote together and gives a logit for "this quote answers it". It runs on ONNX
 Runtime with the ``tokenizers`` library (no torch), and only over each section's best candidates by the other
-features (``READ_TOP``), so its cost is bounded per section. Its file's sha256 is recorded in
-``models/manifest.json`` and checked on load."""
+features (``READ_TOP``), so its cost is bounded per section. The sha256 of its ONNX file and of its tokenizer are
+recorded in ``models/manifest.json``; each file is read once, its bytes checked, and the reader built from those
+very bytes (a file swapped after the check is never loaded)."""
 
 from __future__ import annotations
 
@@ -29,14 +30,18 @@ BATCH = 32
 class Reader:
     """``logits(question, quotes)``: one float per quote, higher = more likely to answer."""
 
-    def __init__(self, onnx_file: Path, tokenizer_file: Path) -> None:
+    def __init__(self, onnx_file: Path, tokenizer_file: Path, *, model_bytes: bytes | None = None,
+                 tokenizer_json: str | None = None) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         from memory_store.onnx_backend import embedding_threads
 
         try:
-            self._tok = Tokenizer.from_file(str(tokenizer_file))
+            if tokenizer_json is not None:  # the bytes whose hash was checked
+                self._tok = Tokenizer.from_str(tokenizer_json)
+            else:
+                self._tok = Tokenizer.from_file(str(tokenizer_file))
         except Exception as exc:
             raise EvidenceModelError(f"evidence reader tokenizer {tokenizer_file}: {exc}") from None
         self._tok.enable_truncation(max_length=MAX_TOKENS, strategy="only_second")
@@ -47,7 +52,8 @@ class Reader:
         opts.log_severity_level = 3
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self._session = ort.InferenceSession(str(onnx_file), opts, providers=["CPUExecutionProvider"])
+            model = model_bytes if model_bytes is not None else str(onnx_file)
+            self._session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise EvidenceModelError(f"evidence reader {onnx_file}: {exc}") from None
         self._inputs = {i.name for i in self._session.get_inputs()}
@@ -86,25 +92,32 @@ def load_reader() -> Reader:
 
 @functools.lru_cache(maxsize=2)
 def _load(onnx_file: str, tokenizer_file: str) -> Reader:
+    path, tok = Path(onnx_file), Path(tokenizer_file)
+    model = _checked_bytes(path, "evidence reader")
+    tokenizer = _checked_bytes(tok, "evidence reader tokenizer")
+    log.debug("evidence reader %s", path)
+    try:
+        text = tokenizer.decode("utf-8")
+    except UnicodeDecodeError:
+        raise EvidenceModelError(f"evidence reader tokenizer {tok}: not UTF-8 JSON") from None
+    return Reader(path, tok, model_bytes=model, tokenizer_json=text)
+
+
+def _checked_bytes(path: Path, what: str) -> bytes:
+    """The bytes of ``path``, read once; EvidenceModelError when missing or when a sha256 is recorded for it
+    (``scorer.recorded_sha256``) and these bytes do not hash to it."""
     from .scorer import recorded_sha256
 
-    path = Path(onnx_file)
-    if not path.is_file():
-        raise EvidenceModelError(f"evidence reader {path}: missing")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise EvidenceModelError(f"{what} {path}: missing") from None
+    except OSError as exc:
+        raise EvidenceModelError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
     recorded = recorded_sha256(path)
     if recorded is not None:
-        digest = _sha256(path)
+        digest = hashlib.sha256(data).hexdigest()
         if digest != recorded:
-            raise EvidenceModelError(
-                f"evidence reader {path}: sha256 {digest[:12]}… does not match the recorded {recorded[:12]}…"
-            )
-    log.debug("evidence reader %s", path)
-    return Reader(path, Path(tokenizer_file))
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+            raise EvidenceModelError(f"{what} {path}: sha256 {digest[:12]}… does not match the recorded "
+                                     f"{recorded[:12]}…")
+    return data

@@ -8,7 +8,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EvidenceBlock", "Gap", "SectionResult", "Source", "SynthesisResult", "acceptance_summary", "display_url"]
+__all__ = ["ADDED_MARK", "EvidenceBlock", "Gap", "SectionResult", "Source", "SynthesisResult", "acceptance_summary",
+           "display_url", "origin_mark"]
+
+#: What every evidence line, report and verdict says after a source that no server response proves: a page an
+#: agent added with ``add_page`` (its ``origin`` is ``"add_page"``), not one a harvest read.
+ADDED_MARK = "added without a harvest"
+
+
+def origin_mark(origin: str | None) -> str:
+    """`` (added without a harvest)`` for a page added with add_page, else empty."""
+    return f" ({ADDED_MARK})" if origin == "add_page" else ""
 
 
 @dataclass
@@ -23,16 +33,18 @@ class EvidenceBlock:
     query: str
     heading: bool = False  # the quote is a heading or headline of the page that states the answer
     also_at: list[Source] = field(default_factory=list)  # other pages stating the same facts (merged blocks)
+    origin: str = "harvest"  # how the cited page entered the store: "harvest" or "add_page" (marked)
 
     @property
     def markdown(self) -> str:
         from ..untrusted import evidence_line, markdown_escape  # security: quote escaped, one line one block
 
         line = evidence_line(self.label, self.n, self.quote, display_url(self.url), self.last_updated)
+        line += origin_mark(self.origin)
         for src in self.also_at:
             line += (
                 f"; also at {markdown_escape(display_url(src.url))}"
-                f" (last updated: {markdown_escape(src.last_updated or 'unknown')})"
+                f" (last updated: {markdown_escape(src.last_updated or 'unknown')}){origin_mark(src.origin)}"
             )
         return line
 
@@ -46,6 +58,7 @@ class Source:
     chunk_id: str
     quote: str
     score: float
+    origin: str = "harvest"  # as EvidenceBlock.origin
 
 
 @dataclass
@@ -119,6 +132,7 @@ class SynthesisResult:
                             "quote": b.quote,
                             "query": b.query,
                             "heading": b.heading,
+                            "origin": b.origin,
                             "also_at": [dict(asdict(a), score=round(a.score, 4)) for a in b.also_at],
                             "markdown": b.markdown,
                         }

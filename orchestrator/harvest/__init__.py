@@ -14,7 +14,8 @@ Modules (data flows top to bottom):
   link filter), ``politeness`` (per-host slots, backoff, retries, robots.txt);
 - ``har`` (recording, merge, incomplete marks, replay maps and index), ``revalidate`` (``--refresh``
   fingerprints), ``pdf`` (``pdf_child``: extraction in a killable child), ``extract`` (trafilatura),
-  ``detached`` (work a stopped harvest does not wait for), ``downloads``, ``crash`` (relaunches), ``launch``
+  ``workers`` (page content read in killable worker processes, bounded in time and memory: ``work_child``),
+  ``detached`` (their fallback where no process can be started), ``downloads``, ``crash`` (relaunches), ``launch``
   (finding the browser, its flags), ``pages`` (one page into the store: the harvest's and MCP ``add_page``'s
   path), ``models`` (events, report), ``summary``.
 

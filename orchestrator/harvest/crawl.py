@@ -24,6 +24,7 @@ from .net.urls import canonical_url, filter_links
 from .reader import PageRead, PageReader, ReadingHost
 from .revalidate import load_fingerprints
 from .summary import summarize
+from .workers import warm as warm_workers
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ class Crawl(ReadingHost):
         self.fingerprints: dict[str, dict[str, Any]] = {}  # refresh: URL -> fingerprint of its stored page
         self.replay_index: ReplayIndex | None = None  # with replay: the HAR's responses (har.ReplayIndex)
         self.resume_links: dict[str, list[str]] = {}
+        self._warming: asyncio.Future[None] | None = None
         self.init_politeness()  # per-host slots and delays, robots.txt (reader.ReadingHost)
         self.journal = Journal(memory, self.run_id, on_disk_full=self.budget.stop)
         self.writer = Writer(
@@ -108,7 +110,7 @@ class Crawl(ReadingHost):
                     await self.breadth_first()
                 finally:
                     try:
-                        await self.writer.close()
+                        await self.close_writer()
                     except HarvestError as exc:  # the writer failed: the run stopped (writer.py)
                         exc.report = self.report  # type: ignore[attr-defined]  # completed by the finally below
                         raise
@@ -149,9 +151,13 @@ class Crawl(ReadingHost):
         if self.replay is not None:  # the HAR's bodies: fingerprints without asking the browser for them
             self.replay_index = await asyncio.to_thread(ReplayIndex, self.replay)
         self.journal.start()
+        # the page-reading workers start while the browser launches (workers.py)
+        self._warming = asyncio.ensure_future(asyncio.to_thread(warm_workers))
 
     async def stop(self) -> None:
         """Flush the journal, then compact the store if this harvest wrote to it."""
+        if self._warming is not None:
+            await asyncio.gather(self._warming, return_exceptions=True)
         await self.journal.close()
         if self.report.pages_stored and self.kept is None:
             try:
@@ -175,9 +181,26 @@ class Crawl(ReadingHost):
             task.result()
             return
         self.budget.stop(self.budget.duration_reason())  # first: the stopped pages' events give it as reason
+        self.writer.halt.set()  # and pages not yet written are not embedded to their end
         logger.warning("%s: stopping the pages still being read", self.budget.stop_reason)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+    async def close_writer(self) -> None:
+        """The writer stores what waits for it, within what is left of ``max_duration_s``: past it the writer is
+        halted (a batch being embedded stops within one slice and is not written; waiting pages fail), so a page
+        of tens of thousands of chunks read just in time cannot hold the run for minutes."""
+        closing = asyncio.ensure_future(self.writer.close())
+        try:
+            done, _ = await asyncio.wait({closing}, timeout=self.budget.remaining_s())
+        except asyncio.CancelledError:
+            await asyncio.gather(closing, return_exceptions=True)
+            raise
+        if not done:
+            self.budget.stop(self.budget.duration_reason())
+            self.writer.halt.set()
+            logger.warning("%s: stopping the store writer", self.budget.stop_reason)
+        await closing
 
     async def levels(self) -> None:
         """Seeds first, then the links found one hop further, level by level up to ``max_depth`` and
@@ -365,6 +388,8 @@ class Crawl(ReadingHost):
             summary["stopped"] = self.report.stopped
         if self.report.egress is not None:  # the audit trail says how the browser was held (net/proxy.py)
             summary["egress"] = self.report.egress.as_record()
+        if self.report.engine is not None:  # and where it ran (a Ray address comes from the operator only)
+            summary["engine"] = dict(self.report.engine)
         self.report.summary_table = summary
         self.journal.record_summary(summary)
 

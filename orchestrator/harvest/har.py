@@ -8,7 +8,12 @@ record in its HAR: the URL, the sha256 of the document body the server sent (the
 sha256 of the text brt extracted from it, the page's chunk ids (each the hash of its chunk's text), its title and
 its last-updated date. That is a hash chain body -> text -> chunks written beside what the server served, so
 ``brt verify`` with the genuine HAR catches a snapshot whose text, chunks, dates or citations were edited and
-resealed (``audit/verify.py``)."""
+resealed (``audit/verify.py``).
+
+A page an agent adds with ``add_page`` (no server response: the agent read it) gets a provenance record too, with
+``origin: "add_page"`` and no body hash, in a HAR of its own in the store (``record_added_page``): the HAR is the
+record of everything that entered the store, so ``verify`` requires a provenance record for every page and says
+which pages no server response proves, whatever the snapshot's own records claim about them."""
 
 from __future__ import annotations
 
@@ -19,11 +24,10 @@ import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin
 
 from memory_store.clock import file_stamp, now
 
-from .. import __version__
+from .. import __version__, url_safety
 from ..errors import HarvestError
 
 if TYPE_CHECKING:
@@ -47,6 +51,9 @@ __all__ = [
     "mark_incomplete",
     "merge_hars",
     "provenance_record",
+    "added_page_record",
+    "merged_har",
+    "record_added_page",
     "sha256_hex",
 ]
 
@@ -134,8 +141,6 @@ def har_redirects(har: Path) -> dict[str, list[str]]:
             None,
         )
         if location:
-            from .. import url_safety  # the browser's reading of the Location
-
             target = url_safety.join(url, location) or location
             if target not in redirects.setdefault(url, []):
                 redirects[url].append(target)
@@ -250,16 +255,20 @@ def har_files(memory: Memory) -> list[Path]:
     return sorted(folder.glob("*.har")) if folder.is_dir() else []
 
 
-def merge_hars(hars: list[Path], dest: Path) -> Path | None:
-    """Write one HAR holding every entry of ``hars``; the newest harvest's entries come first, so a replay
-    serves what was read last. The ``log.comment`` of each (e.g. "incomplete: browser crashed ...", written when
-    a crash cut a recording short) is kept, one per line."""
+def merged_har(hars: list[Path]) -> dict[str, Any] | None:
+    """One HAR (as data) holding every entry of ``hars``; the newest harvest's entries and provenance records
+    come first, so a replay serves what was read last. The ``log.comment`` of each (e.g. "incomplete: browser
+    crashed ...", written when a crash cut a recording short) is kept, one per line. None when none is
+    readable."""
     merged: dict[str, Any] | None = None
     entries: list[Any] = []
     pages: list[Any] = []
     provenance: list[Any] = []
     comments: list[str] = []
     for har in reversed(hars):
+        if har.is_symlink():  # the store's own recordings only: a link planted there is not followed
+            logger.warning("skipping %s: a symlink, not a recording of this store", har)
+            continue
         try:
             data = json.loads(har.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -279,11 +288,23 @@ def merge_hars(hars: list[Path], dest: Path) -> Path | None:
     merged["log"]["pages"] = pages
     if provenance:
         merged["log"][PROVENANCE] = provenance  # newest harvest first, like the entries
+    else:
+        merged["log"].pop(PROVENANCE, None)
     if comments:
         merged["log"]["comment"] = "\n".join(comments)
-        incomplete = [c for c in comments if "incomplete:" in c]
-        if incomplete:
-            logger.warning("the merged HAR %s is incomplete: %s", dest, "; ".join(incomplete))
+    else:
+        merged["log"].pop("comment", None)
+    return merged
+
+
+def merge_hars(hars: list[Path], dest: Path) -> Path | None:
+    """Write :func:`merged_har` of ``hars`` to ``dest`` (None when there is nothing to write)."""
+    merged = merged_har(hars)
+    if merged is None:
+        return None
+    incomplete = [c for c in str(merged["log"].get("comment") or "").splitlines() if "incomplete:" in c]
+    if incomplete:
+        logger.warning("the merged HAR %s is incomplete: %s", dest, "; ".join(incomplete))
     from ..files import write_file
 
     write_file(dest, json.dumps(merged))  # a link planted at dest is replaced, never followed
@@ -308,15 +329,41 @@ def provenance_record(page: Any, event: dict[str, Any]) -> dict[str, Any]:
     fingerprint = event.get("fingerprint") if isinstance(event.get("fingerprint"), dict) else {}
     return {
         "url": page.url,
+        "origin": "harvest",
         "requested_url": event.get("url"),
         "doc_sha256": fingerprint.get("doc"),
+        **_page_hashes(page),
+    }
+
+
+def added_page_record(page: Any, requested_url: str | None) -> dict[str, Any]:
+    """The provenance of a page an agent added with ``add_page`` (a ``PageRecord``): no server response, so no
+    body hash; the text, chunks, title and dates as stored."""
+    return {"url": page.url, "origin": "add_page", "requested_url": requested_url, "doc_sha256": None,
+            **_page_hashes(page)}
+
+
+def _page_hashes(page: Any) -> dict[str, Any]:
+    return {
         "text_sha256": sha256_hex(page.text.encode("utf-8")),
         "chunk_ids": list(page.chunk_ids),
         "title": page.title,
         "last_updated": page.last_updated,
         "last_updated_source": page.last_updated_source,
         "stored_at": page.stored_at,
+        "recorded_at": now("microseconds"),
     }
+
+
+def record_added_page(store_dir: Path, record: dict[str, Any]) -> Path:
+    """A HAR of its own in the store's ``har/`` folder holding the provenance ``record`` of a page added with
+    ``add_page`` (no entries: nothing was fetched). Named like a harvest's HAR, so that the merge ``brt clean``
+    writes keeps the newest record of a URL first."""
+    from ..files import write_file
+
+    data = {"log": {"version": "1.2", "creator": {"name": "brt", "version": __version__}, "pages": [],
+                    "entries": [], PROVENANCE: [record]}}
+    return write_file(har_path_for(Path(store_dir)), json.dumps(data))
 
 
 def add_provenance(har_path: Path, records: list[dict[str, Any]]) -> None:
@@ -373,7 +420,8 @@ class ReplayIndex:
         headers = {name.lower(): value for name, value in pairs}
         body = _content_bytes(response.get("content") or {})
         location = response.get("redirectURL") or headers.get("location")
-        target = urljoin(url, location) if 300 <= status < 400 and location else None
+        # the browser's reading of the Location (WHATWG: "/\\evil.example" is another host, as in har_redirects)
+        target = (url_safety.join(url, location) or location) if 300 <= status < 400 and location else None
         self.entries[url] = (status, sha256_hex(body), fingerprint_headers(headers), target)
         ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if target is None and ctype in ("text/html", "application/xhtml+xml"):

@@ -16,9 +16,17 @@ if TYPE_CHECKING:
 
     from .models import HarvestEvent
 
-__all__ = ["Journal", "last_summary", "load_links", "read_events", "render_of_pages"]
+__all__ = ["ADDED", "HARVESTED", "PAGE_ADDED", "Journal", "last_summary", "load_links", "page_origins", "read_events",
+           "render_of_pages"]
 
 logger = logging.getLogger(__name__)
+
+#: The journal record ``add_page`` writes for a page an agent added (``pages.ingest_page``).
+PAGE_ADDED = "page_added"
+#: How a stored page entered the store (``page_origins``; the snapshot's page records and the synthesis's
+#: blocks carry it as ``origin``): read from what a server sent by a harvest, or added by an agent.
+HARVESTED = "harvest"
+ADDED = "add_page"
 
 
 class Journal:
@@ -152,4 +160,24 @@ def render_of_pages(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         for key in (e.get("url"), e.get("final_url")):
             if isinstance(key, str) and key:
                 out[key] = how
+    return out
+
+
+def page_origins(events: list[dict[str, Any]]) -> dict[str, str]:
+    """URL (requested and final) -> how the page stored under it entered the store, from the newest journal
+    record that stored it: ``"harvest"`` (a harvest event that stored it) or ``"add_page"`` (an agent's
+    ``add_page``). A stored page whose URL is not here has no harvest on record: treat it as added."""
+    out: dict[str, str] = {}
+    for e in events:
+        kind = e.get("type", "harvest_event")
+        if kind == "harvest_event" and e.get("outcome") == "stored":
+            origin = HARVESTED
+        elif kind == PAGE_ADDED:
+            origin = ADDED
+        else:
+            continue
+        for key in ("url", "final_url", "requested_url"):
+            value = e.get(key)
+            if isinstance(value, str) and value:
+                out[value] = origin
     return out

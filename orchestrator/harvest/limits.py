@@ -8,8 +8,9 @@
   sixty new ones cannot keep a harvest going. URLs skipped as already stored make no request and are not
   counted.
 - ``harvest.max_duration_s`` (default ``DEFAULT_MAX_DURATION_S``) caps one run's wall time, a hard stop: no
-  URL is started after it, and the pages still being read then are stopped (their events say so); pages
-  already handed to the store writer are stored, then the run ends.
+  URL is started after it, and the pages still being read then are stopped (their events say so), their
+  extraction workers killed; pages handed to the store writer but not yet written are not embedded to their end
+  (``writer.Writer.halt``) and fail the same way; then the run ends.
 - A full disk (ENOSPC, or a quota) while writing the store, the journal or a HAR stops the run at once:
   what was stored stays stored, and the harvest ends with :class:`~orchestrator.errors.DiskFull`.
 

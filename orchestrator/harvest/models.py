@@ -196,6 +196,7 @@ class HarvestReport:
     summary_table: dict[str, Any] | None = None  # summary.summarize() of the events (also journaled)
     stopped: str | None = None  # why the run stopped early (max_attempts, max_duration_s, disk full: limits.py)
     egress: Egress | None = None  # how the browser's connections were held (None: no browser was opened)
+    engine: dict[str, Any] | None = None  # where the pages were read: local, or Ray and its address (run.py)
     popups_closed: int = 0  # pages the harvest's browser opened by itself (window.open, target=_blank), closed
     # Whether a browser was started (harvest.render: auto starts one for the first page that must be rendered);
     # None: the reader does not say (devtools-mcp, Ray)
@@ -247,6 +248,7 @@ class HarvestReport:
             "har_incomplete": [str(p) for p in self.har_incomplete],
             "stopped": self.stopped,
             "egress": self.egress.as_record() if self.egress is not None else None,
+            "engine": self.engine,
             "popups_closed": self.popups_closed,
             "browser_started": self.browser_started,
             "kept": self.kept.to_json() if self.kept is not None else None,

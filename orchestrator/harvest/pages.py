@@ -15,13 +15,13 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from memory_store import PageInput
 from memory_store.clock import now
 
 from ..config import open_memory
 from ..errors import PageRefused
+from ..url_safety import hostname
 from .extract import ExtractedPage, clean_text, extract_page, select_region
 from .net.urls import canonical_url, is_http_url
 
@@ -82,9 +82,9 @@ def check_url(charter: Charter, url: str) -> str:
     """``url`` in canonical form when it is an absolute http(s) URL on the charter's allowlist; else PageRefused."""
     if not isinstance(url, str) or not is_http_url(url):
         raise PageRefused(f"refused {url!r}: only absolute http(s) URLs can be stored")
-    from ..url_safety import credentials_refusal
+    from ..url_safety import web_refusal
 
-    refused = credentials_refusal(url)  # security: no user:pass@ stored or cited
+    refused = web_refusal(url)  # security: the one scheme rule; no user:pass@ stored or cited
     if refused is not None:
         raise PageRefused(f"refused the URL given: {refused}; nothing was stored")
     if not charter.allows(url):
@@ -124,7 +124,7 @@ def prepare_page(
     if html is not None:
         if not html.strip():
             raise PageRefused(f"no readable text in the HTML given for {url}; nothing was stored")
-        chosen = selector or charter.selector_for(urlsplit(url).hostname)
+        chosen = selector or charter.selector_for(hostname(url))
         region = select_region(html, chosen) if chosen else None
         if chosen and not region:
             if selector:
@@ -160,17 +160,28 @@ def ingest_page(
     extracted = prepare_page(charter, url, html=html, text=text, selector=selector, last_updated=last_updated)
     if memory is None:
         memory = open_memory(charter)
-    fetched_at = now()
-    ids = memory.add_many(
-        [
-            page_input(
-                extracted,
-                requested_url=url,
-                fetched_at=fetched_at,
-                content_type="text/html" if html is not None else "text/plain",
-            )
-        ]
-    )
+    from memory_store.errors import StoreLocked
+
+    try:
+        lock = memory.harvest_lock()  # a harvest records its pages' provenance when it ends: not meanwhile
+        lock.__enter__()
+    except StoreLocked as exc:
+        raise PageRefused(f"not now, nothing was stored: {exc}") from None
+    try:
+        fetched_at = now()
+        ids = memory.add_many(
+            [
+                page_input(
+                    extracted,
+                    requested_url=url,
+                    fetched_at=fetched_at,
+                    content_type="text/html" if html is not None else "text/plain",
+                )
+            ]
+        )
+        _record_added(memory, extracted.url, url, fetched_at)
+    finally:
+        lock.__exit__(None, None, None)
     if charter.memory.use_concept_index:  # the concept index follows the store, as after a harvest
         update_concept_index(charter, memory)
     return IngestResult(
@@ -182,6 +193,20 @@ def ingest_page(
         chunk_ids=list(ids),
         text=extracted.text,
     )
+
+
+def _record_added(memory: Memory, stored_url: str, requested_url: str, at: str) -> None:
+    """Say in the store's journal and in a HAR of the store that ``stored_url`` was added by an agent, not
+    harvested: every report marks it, and ``brt verify`` checks it against this record (``har.py``)."""
+    from .har import added_page_record, record_added_page
+    from .journal import PAGE_ADDED
+
+    page = memory.page(stored_url)
+    if page is None:  # pragma: no cover - add_many just stored it
+        raise PageRefused(f"{stored_url} was not stored")
+    memory.record_events([{"type": PAGE_ADDED, "url": page.url, "requested_url": requested_url, "at": at,
+                           "chunks": len(page.chunk_ids)}])
+    record_added_page(memory.path, added_page_record(page, requested_url))
 
 
 def _valid_date(value: str) -> bool:

@@ -16,8 +16,8 @@ import re
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
+from .. import url_safety
 from .extract import ExtractedPage
 from .net.politeness import retry_after
 
@@ -163,7 +163,8 @@ def is_pdf_candidate(event: HarvestEvent, *, replay: bool) -> bool:
     reason = event.reason or ""
     if any(f"({t})" in reason for t in PDF_TYPES):
         return True
-    path = urlsplit(event.final_url or event.url).path.lower()
+    parsed = url_safety.parse(event.final_url or event.url)
+    path = (parsed.path if parsed is not None else "").lower()
     return reason == "unsupported content type (download)" and path.endswith(".pdf")
 
 

@@ -29,8 +29,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
+from .. import url_safety
 from ..errors import BrowserNotFound, HarvestError, RayUnavailable, RayWorkerLost, first_line
 from .crash import failed_attempt
 from .har import har_name, mark_incomplete
@@ -375,7 +375,7 @@ class RayReader:
     def worker_for(self, url: str) -> _Worker | None:
         """The worker that owns ``url``'s host: the first time a host is seen (or its worker died), the live
         worker with the fewest hosts takes it."""
-        host = (urlsplit(url).hostname or "").lower()
+        host = (url_safety.hostname(url) or "").lower()
         owner = self.owner.get(host)
         if owner is not None and owner.alive:
             return owner

@@ -23,11 +23,11 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import urlsplit
 
-from .detached import detached
+from .. import url_safety
 from .extract import ExtractedPage, extract_page
 from .net.politeness import MAX_RETRIES, Politeness, Robots, backoff_delay, retryable
+from .workers import WorkLimit, in_worker
 
 if TYPE_CHECKING:
     from memory_store import Memory
@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["CrawlHost", "PageRead", "PageReader", "ReadAttempt", "ReadingHost", "RobotsFetch"]
 
 logger = logging.getLogger(__name__)
+
+#: The least time the reading of one page's content (extraction, links) may take, whatever ``timeout_s``.
+WORK_MIN_S = 30.0
 
 #: One try at one URL: returns (links to follow, whether the page went to the store writer).
 ReadAttempt = Callable[[], Awaitable[tuple[list[str], bool]]]
@@ -80,6 +83,9 @@ class CrawlHost(Protocol):
     fingerprints: dict[str, dict[str, Any]]  # refresh: URL -> fingerprint of its stored page
     replay_index: ReplayIndex | None  # with --replay: the HAR's responses
     robots: Robots
+
+    @property
+    def work_limit_s(self) -> float: ...
 
     @property
     def max_page_bytes(self) -> int: ...
@@ -171,6 +177,11 @@ class ReadingHost:
         """The per-page cap on decoded content (HTML text read from the DOM, or PDF bytes)."""
         return int(self.settings.max_page_bytes)
 
+    @property
+    def work_limit_s(self) -> float:
+        """How long the CPU-bound reading of one page's content may take (``workers.in_worker``)."""
+        return max(float(self.settings.timeout_s), WORK_MIN_S)
+
     def finish(self, event: HarvestEvent, outcome: Outcome, reason: str | None) -> None:
         event.outcome = outcome
         event.reason = reason
@@ -184,7 +195,7 @@ class ReadingHost:
         statuses and network errors. Every attempt is listed in ``event.attempts``. ``robots`` fetches the
         origin's robots.txt first (its Crawl-delay must be known before the first slot); ``between()`` settles
         the reader before a retry."""
-        host = (urlsplit(event.url).hostname or "").lower()
+        host = (url_safety.hostname(event.url) or "").lower()
         if robots is not None and self.settings.obey_robots:
             await self.robots.ensure(event.url, robots)
         n = 0
@@ -258,19 +269,22 @@ class ReadingHost:
             logger.info("selector %r matched nothing on %s; extracting the whole page", selector, final_url)
             selector = None
         t1 = time.monotonic()
-        # detached: a harvest that stops at max_duration_s does not wait for the extraction of a huge page
-        extracted = await detached(
-            extract_page, read.html, final_url, headers=read.headers, region_html=region_html, selector=selector
-        )
-        if extracted is None and read.served is not None:
-            source = await read.served()
-            if source and source != read.html:
-                extracted = await detached(
-                    extract_page, source, final_url, headers=read.headers, region_html=None, selector=selector
-                )
-                if extracted is not None:
-                    logger.info("the rendered %s has no readable text; read the HTML it was served", final_url)
-                    event.text_from = "served"
+        # in a worker process: bounded in time and memory, and killed at a hard stop (max_duration_s)
+        try:
+            extracted = await in_worker(extract_page, read.html, final_url, headers=read.headers,
+                                        region_html=region_html, selector=selector, limit_s=self.work_limit_s)
+            if extracted is None and read.served is not None:
+                source = await read.served()
+                if source and source != read.html:
+                    extracted = await in_worker(extract_page, source, final_url, headers=read.headers,
+                                                region_html=None, selector=selector, limit_s=self.work_limit_s)
+                    if extracted is not None:
+                        logger.info("the rendered %s has no readable text; read the HTML it was served", final_url)
+                        event.text_from = "served"
+        except WorkLimit as exc:
+            event.timings.extract_s += time.monotonic() - t1
+            self.finish(event, "failed", f"extraction stopped: {exc}")
+            return None
         event.timings.extract_s += time.monotonic() - t1
         if extracted is not None and extracted.lead_recovered:
             event.lead_recovered = extracted.lead_recovered

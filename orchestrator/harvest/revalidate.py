@@ -23,8 +23,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
+from .. import url_safety
 from ..errors import NavigationRefused, RequestFailed, error_kind
 from .har import ReplayIndex, fingerprint_headers, sha256_hex
 
@@ -227,7 +227,7 @@ class Revalidator:
             return "javascript setting"
         if fp.get("render", "always") != self.charter.harvest.render:  # none: a rendered page's
             return "render setting"
-        if fp.get("selector") != self.charter.selector_for(urlsplit(fp.get("final_url") or url).hostname):
+        if fp.get("selector") != self.charter.selector_for(url_safety.hostname(fp.get("final_url") or url)):
             return "selector"
         source = self.replay_index if self.replay_index is not None else _LiveSource(self.fetcher)
         doc = await source.get(url, deadline)

@@ -97,8 +97,9 @@ async def harvest_async(
     embedded again).
 
     ``ray`` (``--ray [ADDRESS]``: "local", "auto" or "ray://host:port") fans the reading out on Ray
-    (``ray_engine``); so does ``harvest.engine: ray`` in the charter (its ``harvest.ray.address``)."""
-    on_ray, address = _engine(charter, ray)
+    (``ray_engine``); so does ``harvest.engine: ray`` in the charter, on ``BRT_RAY_ADDRESS`` when the operator
+    set it (a charter never names the address). The harvest's summary record says where it ran."""
+    on_ray, address, engine = _engine(charter, ray)
     if on_ray and (via != "playwright" or browser_url is not None or replay is not None or refresh):
         raise HarvestError(
             "a harvest on Ray reads with its workers' own browsers: it cannot be combined with --via devtools-mcp, "
@@ -135,10 +136,10 @@ async def harvest_async(
             from .ray_engine import ray_session  # Ray is imported on this path only
 
             async with ray_session(charter, memory, address) as ray_reader:
-                report = await _crawl(charter, memory, progress, ray_reader, replay, refresh)
+                report = await _crawl(charter, memory, progress, ray_reader, replay, refresh, engine)
         else:
             reader = _reader(via, Path(memory.path), replay, browser_url)
-            report = await _crawl(charter, memory, progress, reader, replay, refresh)
+            report = await _crawl(charter, memory, progress, reader, replay, refresh, {"name": "local"})
     finally:
         lock.__exit__(None, None, None)
     await asyncio.to_thread(_drop_if_empty, memory, report)
@@ -196,6 +197,7 @@ async def _harvest_kept(
         reader = _reader(via, Path(work.path), replay, browser_url)
         kept = KeptPages()
         crawl = Crawl(charter, work, progress or NullProgress(), reader, replay=replay, refresh=False, kept=kept)
+        crawl.report.engine = {"name": "local"}  # the summary record says where it ran
         report = await crawl.run()
         snapshot = default_snapshot_path(charter.id)
         report.kept = await asyncio.to_thread(write_kept, charter, work, kept, snapshot)
@@ -213,9 +215,12 @@ async def _crawl(
     reader: PageReader,
     replay: Path | None,
     refresh: bool,
+    engine: dict[str, Any] | None = None,
 ) -> HarvestReport:
-    """The crawl with ``reader``, then the concept index (the store's embedder is still the run's)."""
+    """The crawl with ``reader``, then the concept index (the store's embedder is still the run's). ``engine``:
+    where the pages were read (the summary record carries it)."""
     crawl = Crawl(charter, memory, progress or NullProgress(), reader, replay=replay, refresh=refresh)
+    crawl.report.engine = engine
     try:
         report = await crawl.run()
     finally:  # the HARs are written: each stored page's provenance goes into its run's HAR (har.py)
@@ -249,13 +254,24 @@ def _record_provenance(memory: Memory, report: HarvestReport) -> None:
         logger.exception("cannot record the provenance of the pages stored by this harvest")
 
 
-def _engine(charter: Charter, ray: str | None) -> tuple[bool, str | None]:
-    """(on Ray?, the Ray address): ``--ray [ADDRESS]`` wins over the charter's ``harvest.engine`` and
-    ``harvest.ray.address``; None or "local" start a local Ray instance for the run."""
-    if ray is not None:
-        if ray not in ("local", "auto") and not ray.startswith("ray://"):
-            raise HarvestError(f"--ray takes local, auto or a ray://host:port address, got {ray!r}")
-        return True, ray
-    if charter.harvest.engine == "ray":
-        return True, charter.harvest.ray.address
-    return False, None
+def _engine(charter: Charter, ray: str | None) -> tuple[bool, str | None, dict[str, Any] | None]:
+    """(on Ray?, the Ray address, the audit trail's record of it). The address comes from the operator only:
+    ``--ray ADDRESS``, else ``BRT_RAY_ADDRESS``, else a local Ray instance started for the run; never from the
+    charter (its ``harvest.ray.address`` is refused when it is loaded) nor from an MCP argument. A harvest runs
+    on Ray when ``--ray`` is given or the charter says ``harvest.engine: ray``."""
+    from memory_store.settings import settings
+
+    if ray and ray not in ("local", "auto") and not ray.startswith("ray://"):
+        raise HarvestError(f"--ray takes local, auto or a ray://host:port address, got {ray!r}")
+    if ray is None and charter.harvest.engine != "ray":
+        return False, None, None
+    configured = settings().ray_address
+    if ray and ray != "local":  # --ray ADDRESS
+        address, source = ray, "--ray"
+    elif configured is not None and ray != "local":  # --ray alone, or the charter's engine
+        address, source = configured, "BRT_RAY_ADDRESS"
+    else:
+        address, source = "local", "--ray local" if ray == "local" else "default"
+    record = {"name": "ray", "address": "a local Ray instance" if address == "local" else address,
+              "address_from": source}
+    return True, None if address == "local" else address, record

@@ -25,12 +25,10 @@ import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from memory_store.clock import now
 
 from .. import url_safety
-from .detached import detached
 from .extract import ExtractedPage, decode_html, extract_page, select_region
 from .har import fingerprint_headers, har_document_entry, har_redirect_entry, sha256_hex
 from .models import HTML_TYPES
@@ -40,6 +38,7 @@ from .net.urls import MAX_ANCHORS, canonical_url, links_in
 from .reader import PageRead
 from .render_need import RenderSignals, decide, measure
 from .revalidate import FINGERPRINT_VERSION
+from .workers import WorkLimit, in_worker
 
 if TYPE_CHECKING:
     from .har import ReplayIndex
@@ -95,10 +94,17 @@ async def read_static(
     if not _is_html_document(result, host.max_page_bytes):
         _keep_for_browser(source, event.url, result)
         return None
-    selector = host.charter.selector_for(urlsplit(result.url).hostname)
+    selector = host.charter.selector_for(url_safety.hostname(result.url))
     t1 = time.monotonic()
-    # off the event loop, and walked away from at a hard stop (max_duration_s)
-    served = await detached(_read_served, result, selector, mode == "auto")
+    # in a worker process: bounded in time and memory, and killed at a hard stop (max_duration_s)
+    try:
+        served = await in_worker(_read_served, result, selector, mode == "auto", limit_s=host.work_limit_s)
+    except WorkLimit as exc:
+        event.timings.extract_s += time.monotonic() - t1
+        event.rendered = False
+        event.final_url, event.status = result.url, result.status
+        host.finish(event, "failed", f"extraction stopped: {exc}")
+        return [], False
     event.timings.extract_s += time.monotonic() - t1
     if mode == "auto" and _needs_browser(event, served, selector, host.settings.javascript):
         _keep_for_browser(source, event.url, result)

@@ -1,10 +1,12 @@
 """The store writer of a harvest: extracted pages are chunked, embedded and stored in batches (``memory.add_many``
-in a worker thread) while the readers go on fetching."""
+in a worker thread) while the readers go on fetching. At the crawl's hard stop (``halt``, max_duration_s) a batch
+being embedded stops at the model's next batch and is not written, and the pages still waiting fail."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -66,6 +68,8 @@ class Writer:
         self.budget: CrawlBudget | None = None  # the crawl's (limits.py): a full disk stops the run
         self.task: asyncio.Task[None] | None = None
         self.cause = "the store writer stopped"  # why it stopped, once it has
+        # set at the crawl's hard stop (max_duration_s): pages not yet written are not embedded to their end
+        self.halt = threading.Event()
 
     def start(self) -> asyncio.Task[None]:
         """Run the writer as a task of the running loop."""
@@ -160,15 +164,22 @@ class Writer:
             await self.store(batch)
 
     async def store(self, batch: list[Fetched]) -> None:
+        from memory_store.errors import WriteStopped
+
         t0 = time.monotonic()
         stop = self.budget.stop_reason if self.budget is not None else None
-        if stop and stop.startswith("disk full"):  # limits.py: the queue drains without writing (or embedding)
+        if stop and (stop.startswith("disk full") or self.halt.is_set()):
+            # limits.py: the queue drains without writing (or embedding)
             for item in batch:
-                self._settle_failed(item, f"not stored: the harvest stopped ({stop})")
+                self._settle_failed(item, self._stopped(stop))
             return
         try:
             inputs = [self.page_input(item) for item in batch]
             per_page = await asyncio.to_thread(self.add_many, inputs, batch)
+        except WriteStopped:  # the hard stop came while the batch was embedded: nothing of it was written
+            for item in batch:
+                self._settle_failed(item, self._stopped(self.budget.stop_reason if self.budget else None))
+            return
         except Exception as exc:
             full = is_disk_full(exc)
             if full and self.budget is not None:  # stop the run at once; what was stored stays (limits.py)
@@ -192,9 +203,16 @@ class Writer:
             self.journal.add(item.event)
         self.progress.advance("embed", len(batch), total=self.accepted())
 
+    @staticmethod
+    def _stopped(reason: str | None) -> str:
+        if reason and reason.startswith("max_duration_s"):
+            return f"stopped: {reason}"  # as the pages still being read when it passed
+        return f"not stored: the harvest stopped ({reason})"
+
     def add_many(self, inputs: list[Any], batch: list[Fetched] | None = None) -> list[int]:
-        """``memory.add_many`` for the batch (then the PDF pages' selectors); returns each page's chunk count."""
-        ids = self.memory.add_many(inputs)
+        """``memory.add_many`` for the batch (then the PDF pages' selectors); returns each page's chunk count.
+        WriteStopped when the hard stop (``halt``) came first: nothing of the batch was written."""
+        ids = self.memory.add_many(inputs, stop=self.halt)
         self.after_store(batch or [])
         if len(inputs) == 1:
             return [len(ids)]

@@ -337,7 +337,11 @@ def test_restore_without_vectors_re_embeds(audit: Any, home: Path, tmp_path: Pat
     records[0]["include_vectors"] = False
     snap = write_records(records, tmp_path / "novec.jsonl")
     assert run("verify", snap, "--no-har").exit_code == 0
-    r = run("restore", snap, "--id", "audit_novec", "--json", "--charter", tmp_path / "novec.yaml")
+    # no HAR beside it: restore refuses a snapshot nothing proves, and takes the genuine one named with --har
+    r = run("restore", snap, "--id", "audit_novec", "--charter", tmp_path / "novec.yaml")
+    assert r.exit_code == 1 and "no HAR" in r.output, r.output
+    r = run("restore", snap, "--id", "audit_novec", "--json", "--charter", tmp_path / "novec.yaml", "--har",
+            audit.snapshot.with_suffix(".har"))
     assert r.exit_code == 0, r.output
     result = json.loads(r.stdout)
     assert result["reembedded"] == result["chunks"] > 0 and result["concept_index"] == "rebuilt"
@@ -418,8 +422,10 @@ def test_html_report_renders_offline_in_chromium(audit: Any, home: Path, tmp_pat
             for s in audit.synthesis["sections"]:
                 assert tab.locator("h2", has_text=s["title"]).count() == 1
                 for b in s["blocks"]:
-                    assert tab.locator(f"#s{audit.synthesis['sections'].index(s) + 1}-b{b['n']} a").get_attribute(
-                        "href") == b["url"]
+                    block = f"#s{audit.synthesis['sections'].index(s) + 1}-b{b['n']}"
+                    assert tab.locator(f"{block} p.cite:not(.also) a").get_attribute("href") == b["url"]
+                    # every page the block cites is linked, the "also at" ones too
+                    assert tab.locator(f"{block} p.also a").count() == len(b.get("also_at") or [])
             assert "No evidence met the threshold" in text
             assert tab.locator("#acceptance tbody tr").count() == len(audit.synthesis["acceptance"])
             assert tab.locator("#conflicts .conflict-card").count() == len(audit.synthesis["conflicts"])
@@ -457,7 +463,8 @@ def test_csv_report_round_trips(audit: Any, home: Path, tmp_path: Path) -> None:
     assert raw.count(b"\r\n") >= 2 and b"\n" not in raw.replace(b"\r\n", b"")
     rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8"), newline="")))
     assert list(rows[0]) == ["section", "n", "quote", "url", "title", "last_updated", "score", "chunk_id",
-                             "conflict"]
+                             "conflict", "origin"]
+    assert {r["origin"] for r in rows} == {"harvest"}  # every page of this audit was harvested
     blocks = [(s, b) for s in audit.synthesis["sections"] for b in s["blocks"]]
     assert len(rows) == len(blocks)
     for row, (s, b) in zip(rows, blocks, strict=True):

@@ -144,3 +144,132 @@ def test_a_page_is_cited_under_the_url_it_was_served_from(hostile, brt_home, emb
     assert "payable by every vessel" in mem.page(hostile.url("official/policy.html")).text
     hit = mem.search("Were the harbour dues abolished?", k=1)[0]
     assert hit.metadata["url"] == hostile.url("blog/post.html")
+
+
+class _PeakMemory:
+    """The peak memory of this process (resident) and of its children together (the browser's processes,
+    Playwright's driver, brt's workers), sampled. Children are summed by PSS: Chromium's processes share most of
+    their pages, and a sum of their RSS counts the shared ones once per process."""
+
+    def __init__(self) -> None:
+        import threading
+
+        import psutil
+
+        self.me = psutil.Process()
+        self.own = self.children = self.worker = 0  # worker: the largest of brt's page-reading workers
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            try:
+                own = self.me.memory_info().rss
+                children = 0
+                for child in self.me.children(recursive=True):
+                    try:
+                        pss = child.memory_full_info().pss
+                        if "orchestrator.harvest.work_child" in " ".join(child.cmdline()):
+                            self.worker = max(self.worker, child.memory_info().rss)
+                    except psutil.Error:
+                        continue
+                    children += pss
+            except psutil.Error:
+                continue
+            self.own, self.children = max(self.own, own), max(self.children, children)
+            self._stop.wait(0.25)
+
+    def __enter__(self) -> _PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+GIB = 1 << 30
+
+
+def test_pages_of_200000_links_stop_at_max_duration_within_bounded_memory(hostile, brt_home, embedder):
+    """A page of 200,000 links as served, and one whose script builds 200,000 links: the harvest ends at its
+    max_duration_s (not minutes later), the page's content is read in a worker whose memory is bounded, and
+    neither brt nor its children take gigabytes (issue 41.5)."""
+    from orchestrator.harvest.workers import MEMORY_BYTES
+
+    budget = 20
+    charter = _charter(hostile, ["links-200k.html", "links-js.html"], "hostile_link_farm", max_depth=1,
+                       max_pages=4, timeout_s=30, max_duration_s=budget)
+    with _PeakMemory() as peak:
+        report, took = _run(charter, 300)
+    assert took < budget + 20, took  # a hard stop: the run's own cleanup aside, nothing waits for the pages
+    assert report.stopped is None or report.stopped.startswith("max_duration_s"), report.stopped
+    events = _events(report)
+    assert {"links-200k.html", "links-js.html"} <= set(events)
+    assert peak.own < 1.5 * GIB, peak.own >> 20  # no page's trees in brt's own process (1 GB and more before)
+    assert 0 < peak.worker <= MEMORY_BYTES <= GIB, peak.worker >> 20  # they are read in a worker, held to its limit
+    # Chromium's own cost of rendering two DOMs of 200,000 links at once (about 1.2 GB each, measured), with the
+    # workers and Playwright's driver: bounded, not the many GB of a page nobody stops
+    assert peak.children < 5 * GIB, peak.children >> 20
+
+
+def test_subresource_gzip_bombs_are_stopped_at_the_pages_byte_budget(hostile, brt_home, embedder):
+    """A page whose scripts, stylesheets, images, iframes and fetches are each a 1 GiB gzip bomb, rendered
+    (render: always): the decoded bytes its responses bring into the browser are counted as they arrive and its
+    loads are stopped past 4 x max_page_bytes; the page is not read, the browser stays within bounded memory,
+    and the next page is read as usual."""
+    max_page_bytes = 5_000_000
+    charter = _charter(hostile, ["bombs.html", "plain.html"], "hostile_bombs", timeout_s=20, concurrency=1,
+                       max_page_bytes=max_page_bytes)
+    with _PeakMemory() as peak:
+        report, took = _run(charter, 200)
+    events = _events(report)
+    bombed = events["bombs.html"]
+    assert bombed["outcome"] == "failed" and "bytes decoded" in bombed["reason"], bombed
+    assert str(4 * max_page_bytes) in bombed["reason"]
+    assert events["plain.html"]["outcome"] == "stored", events["plain.html"]
+    assert peak.children < 2 * GIB, peak.children >> 20  # 6 x 1 GiB of bombs, each inflated by the browser
+    assert took < 120, took
+
+
+def test_the_store_writer_stops_at_the_hard_stop_and_writes_nothing_half(brt_home, embedder):
+    """A page of thousands of chunks handed to the writer just before max_duration_s: once the harvest's hard
+    stop is signalled the embedding ends at the model's next batch and nothing of the batch is written (the
+    store holds the page entirely or not at all), instead of embedding for minutes past the budget."""
+    import threading
+
+    from memory_store import Memory
+    from memory_store.errors import WriteStopped
+
+    sentences = [f"Harbour record {i}: the vessel number {i} moored at berth {i % 97} carrying {i * 7 % 1000} "
+                 f"tonnes of cargo from port {i % 13} on voyage {i // 13}." for i in range(40_000)]
+    mem = Memory("writer_stop")
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    t0 = time.monotonic()
+    with pytest.raises(WriteStopped):
+        mem.add_many([{"url": "https://harbour.example/records", "text": " ".join(sentences)}], stop=stop)
+    # its chunking and one batch of the model after the signal; embedding all of it takes minutes on a CPU
+    assert time.monotonic() - t0 < 90
+    assert mem.page("https://harbour.example/records") is None
+    assert not Memory.exists("writer_stop") or mem.count_chunks() == 0
+
+
+def test_max_duration_holds_a_page_of_thousands_of_chunks(hostile, brt_home, embedder):
+    """A page of 30,000 distinct sentences read (without the browser) before max_duration_s passes: the writer,
+    which would embed its thousands of chunks for minutes past the budget, is halted at the deadline and the run
+    ends; the page is stored whole or not at all."""
+    budget = 15
+    charter = _charter(hostile, ["records.html"], "hostile_records", render="never", timeout_s=60,
+                       max_duration_s=budget)
+    report, took = _run(charter, 600)
+    assert took < budget + 45, took  # one slice of embedding and the run's own cleanup; not minutes
+    event = _events(report)["records.html"]
+    page = open_memory(charter).page(hostile.url("records.html"))
+    if event["outcome"] == "stored":  # a machine fast enough to embed it all within the budget
+        assert page is not None and len(page.chunk_ids) == event["chunks"]
+    else:
+        assert event["reason"] == f"stopped: max_duration_s reached ({budget} s)", event
+        assert page is None

@@ -38,13 +38,13 @@ def test_writer_stores_a_backlog_in_one_batch_across_pages(brt_home, embedder):
     embed_calls: list[int] = []
     add_many, embed = mem.add_many, mem.embedder.embed_documents
 
-    def spy_add_many(inputs):  # a spy: the real add_many stores the pages
+    def spy_add_many(inputs, **kwargs):  # a spy: the real add_many stores the pages
         calls.append(len(inputs))
-        return add_many(inputs)
+        return add_many(inputs, **kwargs)
 
-    def spy_embed(texts):
+    def spy_embed(texts, **kwargs):
         embed_calls.append(len(texts))
-        return embed(texts)
+        return embed(texts, **kwargs)
 
     mem.add_many = spy_add_many
     mem.embedder.embed_documents = spy_embed
@@ -99,9 +99,9 @@ def test_readers_wait_when_pages_pile_up_before_the_writer(brt_home, embedder, m
     gate = threading.Event()
     add_many = mem.add_many
 
-    def slow_add_many(inputs):  # the store is slow: the writer holds its batch until the gate opens
+    def slow_add_many(inputs, **kwargs):  # the store is slow: the writer holds its batch until the gate opens
         gate.wait(60)
-        return add_many(inputs)
+        return add_many(inputs, **kwargs)
 
     mem.add_many = slow_add_many
     report = HarvestReport(charter_id="writer_backpressure")

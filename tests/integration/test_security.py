@@ -336,7 +336,7 @@ def test_disk_full_on_a_real_tiny_disk(attack_servers, tmp_path):
 
 EVIDENCE_LINE = re.compile(
     r'^\[(?P<label>[^\]]+) Evidence #(?P<n>\d+)\] "(?P<quote>(?:[^"\\]|\\.)*)" — (?P<url>\S+) '
-    r"\(last updated: (?P<date>[^)]*)\)$"
+    r"\(last updated: (?P<date>[^)]*)\)(?P<added> \(added without a harvest\))?$"
 )
 
 
@@ -400,6 +400,8 @@ def test_provenance_userinfo_refused_and_one_line_one_block(attack_servers, brt_
         assert m, line  # one line, one block: the quote's own quote marks cannot end it early
         assert line.count("Evidence #") - line.count("\\[Lamp Evidence #") == 1, line
         quotes.append(_unescape(m["quote"]))
+        # the page came in through add_page: its citation says so (issue 41.1), the harvested ones do not
+        assert bool(m["added"]) == m["url"].endswith("/lamp.html"), line
     assert any("web.dev/forged" in q and '"by the harbour board"' in q for q in quotes), quotes
 
 

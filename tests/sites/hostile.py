@@ -1,5 +1,6 @@
 """Hostile pages for the bounded-work tests, served on 127.0.0.1 (reached as ``allowed.test``): pages whose
-scripts make brt's own reads loop forever, a renderer that never yields, popups, a page of 50,000 links, a small
+scripts make brt's own reads loop forever, a renderer that never yields, popups, pages of 50,000 and 200,000 links
+(one built by its script), a page whose every subresource is a gzip bomb, a small
 PDF that is slow to extract (and an ordinary one), and a page that rewrites its own URL to pose as another.
 
     site = start_hostile_site()
@@ -10,6 +11,7 @@ Every page but the hostile part is ordinary article text, so a page read as it s
 
 from __future__ import annotations
 
+import functools
 import io
 import threading
 import zlib
@@ -100,6 +102,43 @@ def many_links(n: int) -> bytes:
     return _page("Link farm", body=f"<div>{links}</div>")
 
 
+def records_page(n: int = 30_000) -> bytes:
+    """An article of ``n`` distinct sentences (a few MB of text: thousands of chunks to embed)."""
+    body = "".join(f"<p>Harbour record {i}: the vessel number {i} moored at berth {i % 97} carrying {i * 7 % 1000} "
+                   f"tonnes of cargo from port {i % 13} on voyage {i // 13}.</p>" for i in range(n))
+    return _page("Harbour records", body=f"<article>{body}</article>")
+
+
+def script_links(n: int) -> bytes:
+    """A small document whose script builds ``n`` links (and their text) once it runs."""
+    script = (f"<script>const d=document.createElement('div');let h='';for(let i=0;i<{n};i++)"
+              "h+='<a href=\"/l/'+i+'.html\">link number '+i+' of the farm</a> ';d.innerHTML=h;"
+              "document.body.appendChild(d);</script>")
+    return _page("Script link farm", body=script)
+
+
+#: Decoded bytes of each gzip bomb the ``/bomb/`` subresources send (about 1 MB on the wire, 1 GiB inflated).
+BOMB_BYTES = 1 << 30
+
+
+def _gzip_bomb(total: int = BOMB_BYTES, member: int = 1 << 24) -> bytes:
+    """Concatenated gzip members (a valid gzip stream) of spaces: ``total`` bytes once inflated."""
+    import gzip
+
+    return gzip.compress(b" " * member, compresslevel=9) * (total // member)
+
+
+def bomb_page(n: int = 6) -> bytes:
+    """A page whose subresources (scripts, stylesheets, images, a fetch, an iframe) are each a gzip bomb."""
+    subresources = "".join(
+        f'<script src="/bomb/s{i}.js"></script><link rel="stylesheet" href="/bomb/c{i}.css">'
+        f'<img src="/bomb/i{i}.svg"><iframe src="/bomb/f{i}.html"></iframe>' for i in range(n))
+    fetches = (f"<script>for(let i=0;i<{n};i++)fetch('/bomb/x'+i+'.json').then(r=>r.text())"
+               ".then(t=>window['t'+i]=t)</script>")
+    return _page("Bombed subresources", head=subresources, body=fetches,
+                 text="The harbour office keeps its notices here, with the tide tables for the season. " * 4)
+
+
 def _routes() -> dict[str, tuple[str, bytes]]:
     loop = "while(true){}"
     return {
@@ -128,6 +167,10 @@ def _routes() -> dict[str, tuple[str, bytes]]:
             "<script>window.__hog=[];for(let i=0;i<20;i++)window.__hog.push(new Array(1e6).fill(i));"
             "setTimeout(()=>window.open('/popup.html?more'),100)</script>"))),
         "/links.html": ("text/html", many_links(50_000)),
+        "/links-200k.html": ("text/html", many_links(200_000)),
+        "/links-js.html": ("text/html", script_links(200_000)),
+        "/bombs.html": ("text/html", bomb_page()),
+        "/records.html": ("text/html", records_page()),
         "/slow.pdf": ("application/pdf", slow_pdf()),
         "/report.pdf": ("application/pdf", report_pdf()),
         # provenance: a post that rewrites its URL to the official page's
@@ -137,6 +180,15 @@ def _routes() -> dict[str, tuple[str, bytes]]:
         "/official/policy.html": ("text/html", _page(
             "Official policy", text="The harbour board's policy: harbour dues are payable by every vessel. " * 4)),
     }
+
+
+_BOMB_TYPES = {"js": "text/javascript", "css": "text/css", "svg": "image/svg+xml", "html": "text/html",
+               "json": "application/json"}
+
+
+@functools.lru_cache(maxsize=1)
+def bomb() -> bytes:
+    return _gzip_bomb()
 
 
 @dataclass
@@ -177,14 +229,20 @@ def start_hostile_site() -> HostileSite:
             path = self.path.split("?", 1)[0]
             with site.lock:
                 site.log.append((self.command, self.path))
+            extra: dict[str, str] = {}
             if path.startswith("/l/"):
                 ctype, body = "text/html", _page("Linked")
+            elif path.startswith("/bomb/"):  # every one a gzip bomb, whatever its type
+                ctype, body, extra = _BOMB_TYPES.get(path.rsplit(".", 1)[-1], "text/plain"), bomb(), {
+                    "Content-Encoding": "gzip"}
             else:
                 ctype, body = routes.get(path, ("text/plain", b"missing"))
-            status = 200 if path in routes or path.startswith("/l/") else 404
+            status = 200 if path in routes or path.startswith(("/l/", "/bomb/")) else 404
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
+            for k, v in extra.items():
+                self.send_header(k, v)
             self.end_headers()
             try:
                 self.wfile.write(body)

@@ -150,3 +150,71 @@ def test_quote_in_chunk_follows_the_evidence_contract() -> None:
     assert not quote_in_chunk("Its lamp was converted in 1935", chunk)
     assert not quote_in_chunk("The lighthouse … in 1953", chunk)  # no elision inside a quote
     assert not quote_in_chunk("…", chunk)
+
+
+@pytest.mark.parametrize("raw", ["harbour\n", "harbour\t", "harbour\u3000", " harbour", "harbour\r\n",
+                                 "harbour\u00a0", "Harbour", "har bour", ""])
+def test_charter_init_checks_the_id_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    """The id names the starter's file: it is checked byte for byte, never tidied into a valid one first
+    (issue 41.7: a trailing newline, a tab or an ideographic space is an error)."""
+    from orchestrator.audit.starter import charter_init
+    from orchestrator.errors import CharterError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CharterError) as err:
+        charter_init("How deep is the harbour?", ["https://harbour.example/"], charter_id=raw)
+    assert "id" in str(err.value)
+    assert list(tmp_path.iterdir()) == []  # nothing written, under any name
+    r = run("charter", "init", "How deep is the harbour?", "https://harbour.example/", "--id", raw)
+    assert r.exit_code == 2 and list(tmp_path.iterdir()) == [], r.output
+
+
+def test_charter_init_names_the_file_after_the_id_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    from orchestrator.audit.starter import charter_init
+
+    monkeypatch.chdir(tmp_path)
+    done = charter_init("How deep is the harbour?", ["https://harbour.example/"], charter_id="harbour_depth")
+    assert done.path == tmp_path / "harbour_depth.yaml"
+    assert yaml.safe_load(done.path.read_text(encoding="utf-8"))["id"] == done.charter_id == "harbour_depth"
+    # a charter file whose id carries whitespace is refused when loaded too, not tidied
+    from orchestrator.charter import load_charter
+    from orchestrator.errors import CharterError
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(done.path.read_text(encoding="utf-8").replace('id: "harbour_depth"', 'id: "harbour_depth\\t"'))
+    with pytest.raises(CharterError, match="id"):
+        load_charter(bad)
+
+
+def test_ls_follows_no_symlink_and_reads_no_fifo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`brt ls` lists only regular files of $BRT_HOME/snapshots: a snapshot name that is a link (to /dev/zero, to
+    a file elsewhere) or a FIFO is listed as a problem at once, never read or waited on (issue 41.7)."""
+    import json
+    import os
+    import threading
+
+    from orchestrator.audit.catalog import ls
+
+    home = tmp_path / "home"
+    snaps = home / "snapshots"
+    snaps.mkdir(parents=True)
+    monkeypatch.setenv("BRT_HOME", str(home))
+    (snaps / "good-1.jsonl").write_text(json.dumps({"type": "manifest", "charter_id": "good", "counts": {"page": 2}})
+                                        + "\n", encoding="utf-8")
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text(json.dumps({"type": "manifest", "charter_id": "secret"}) + "\n", encoding="utf-8")
+    (snaps / "zero.jsonl").symlink_to("/dev/zero")
+    (snaps / "elsewhere.jsonl").symlink_to(secret)
+    os.mkfifo(snaps / "fifo.jsonl")
+    (snaps / "good-1.har").symlink_to(secret)
+    done: list[object] = []
+    thread = threading.Thread(target=lambda: done.append(ls()), daemon=True)
+    thread.start()
+    thread.join(20)
+    assert done, "brt ls hung on a link or a FIFO"
+    entries = {s.id: s for s in done[0].snapshots}  # type: ignore[attr-defined]
+    assert entries["good-1"].charter_id == "good" and entries["good-1"].pages == 2 and not entries["good-1"].har
+    for name in ("zero", "elsewhere", "fifo"):
+        assert entries[name].problem and entries[name].charter_id is None, entries[name]

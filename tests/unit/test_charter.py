@@ -10,7 +10,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.charter import host_allowed, load_charter, url_allowed
+from orchestrator.charter import charter_json_schema, host_allowed, load_charter, url_allowed
 from orchestrator.cli import cli
 from orchestrator.errors import CharterError
 
@@ -153,25 +153,30 @@ def test_render_setting(tmp_path):
 
 
 def test_harvest_engine_and_ray_options(tmp_path):
-    """harvest.engine (local | ray) and harvest.ray (address null/local/auto/ray://, workers, tabs, embedders):
-    defaults, and a bad value refused naming the field; the CLI refuses a bad --ray address and --ray with
-    --replay before anything runs (exit 2 / a clear error), and Ray is not imported for it."""
+    """harvest.engine (local | ray) and harvest.ray (workers, tabs, embedders): defaults, and a bad value refused
+    naming the field; a Ray address in a charter is refused naming harvest.ray.address (issue 41: only the
+    operator chooses where brt connects); the CLI refuses a bad --ray address and --ray with --replay before
+    anything runs (exit 2 / a clear error), and Ray is not imported for it."""
     c = load_charter(write(tmp_path, GOOD))
     assert c.harvest.engine == "local" and c.harvest.ray.address is None and c.harvest.ray.workers == 2
-    ray = load_charter(
-        write(tmp_path, GOOD + "harvest:\n  engine: ray\n  ray: {address: 'ray://head:10001', workers: 4}\n", "r.yaml")
-    )
-    assert ray.harvest.engine == "ray" and ray.harvest.ray.address == "ray://head:10001"
+    ray = load_charter(write(tmp_path, GOOD + "harvest:\n  engine: ray\n  ray: {workers: 4}\n", "r.yaml"))
+    assert ray.harvest.engine == "ray" and ray.harvest.ray.address is None
     assert ray.harvest.ray.workers == 4 and ray.harvest.ray.embedders == 1
     for bad, field in (
         ("engine: spark", "harvest.engine"),
-        ("ray: {address: 'http://head:8265'}", "harvest.ray.address"),
+        ("engine: ray\n  ray: {address: 'http://head:8265'}", "harvest.ray.address"),
+        ("engine: ray\n  ray: {address: 'ray://10.0.0.5:10001'}", "harvest.ray.address"),
+        ("ray: {address: auto}", "harvest.ray.address"),
+        ("ray: {address: local}", "harvest.ray.address"),
         ("ray: {workers: 0}", "harvest.ray.workers"),
         ("ray: {nodes: 3}", "harvest.ray.nodes"),
     ):
         with pytest.raises(CharterError) as err:
             load_charter(write(tmp_path, GOOD + f"harvest:\n  {bad}\n", "bad.yaml"))
         assert field in str(err.value), str(err.value)
+        if "address" in bad:
+            assert "operator" in str(err.value) and "BRT_RAY_ADDRESS" in str(err.value), str(err.value)
+    assert "address" not in json.dumps(charter_json_schema()["$defs"]["RayOptions"]["properties"])
     path = write(tmp_path, GOOD, "ok.yaml")
     code = (
         "import sys; from click.testing import CliRunner; from orchestrator.cli import cli; "
@@ -184,3 +189,33 @@ def test_harvest_engine_and_ray_options(tmp_path):
     assert "--ray takes local, auto or a ray://host:port address" in r.stdout, r.stdout + r.stderr
     assert "cannot be combined with" in r.stdout and "--replay" in r.stdout, r.stdout + r.stderr
     assert r.stdout.strip().splitlines()[-1] == "False", r.stdout
+
+
+def test_a_ray_address_comes_from_the_operator_and_is_in_the_audit_trail(tmp_path, monkeypatch):
+    """Where a harvest on Ray runs: --ray ADDRESS, else BRT_RAY_ADDRESS, else a local instance; the charter's
+    harvest.engine only chooses Ray. The record the harvest summary carries says which (issue 41.4)."""
+    from memory_store.errors import SettingsError
+    from orchestrator.errors import HarvestError
+    from orchestrator.harvest.run import _engine
+
+    local = load_charter(write(tmp_path, GOOD))
+    ray = load_charter(write(tmp_path, GOOD + "harvest:\n  engine: ray\n", "r.yaml"))
+    monkeypatch.delenv("BRT_RAY_ADDRESS", raising=False)
+    assert _engine(local, None) == (False, None, None)
+    assert _engine(ray, None) == (True, None, {"name": "ray", "address": "a local Ray instance",
+                                               "address_from": "default"})
+    monkeypatch.setenv("BRT_RAY_ADDRESS", "ray://head.internal:10001")
+    assert _engine(local, None) == (False, None, None)  # the setting alone does not put a harvest on Ray
+    assert _engine(ray, None) == (True, "ray://head.internal:10001", {
+        "name": "ray", "address": "ray://head.internal:10001", "address_from": "BRT_RAY_ADDRESS"})
+    assert _engine(local, "ray://other:10001")[1:] == ("ray://other:10001", {
+        "name": "ray", "address": "ray://other:10001", "address_from": "--ray"})
+    assert _engine(ray, "local")[1:] == (None, {"name": "ray", "address": "a local Ray instance",
+                                                "address_from": "--ray local"})
+    assert _engine(local, "")[1] == "ray://head.internal:10001"  # --ray with no ADDRESS: the operator's
+    with pytest.raises(HarvestError):
+        _engine(local, "tcp://10.0.0.5:6379")
+    monkeypatch.setenv("BRT_RAY_ADDRESS", "10.0.0.5:6379")
+    with pytest.raises(SettingsError) as err:
+        _engine(ray, None)
+    assert "BRT_RAY_ADDRESS" in str(err.value)

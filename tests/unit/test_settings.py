@@ -36,6 +36,7 @@ def test_every_variable_fills_its_field(tmp_path):
         "BRT_EVIDENCE_SCORER": str(tmp_path / "scorer.json"),
         "BRT_EVIDENCE_READER": str(tmp_path / "reader"),
         "BRT_MCP_ALLOW_ATTACH": "yes",
+        "BRT_RAY_ADDRESS": "ray://head.example:10001",
     }
     assert set(values) == {v.name for v in VARIABLES}  # the table lists every variable, once
     s = Settings.from_env(values)
@@ -47,6 +48,7 @@ def test_every_variable_fills_its_field(tmp_path):
     assert s.host_resolver_rules == "MAP a.test 127.0.0.1"
     assert (s.evidence_scorer, s.evidence_reader) == (tmp_path / "scorer.json", tmp_path / "reader")
     assert s.host_resolver_rules == "MAP a.test 127.0.0.1" and s.mcp_allow_attach is True
+    assert s.ray_address == "ray://head.example:10001"
 
 
 def test_empty_values_count_as_unset():
@@ -63,6 +65,8 @@ def test_empty_values_count_as_unset():
         ("BRT_LEASE_TTL", "nan", ">= 0.001"),
         ("BRT_TORCH_THREADS", "two", "whole number"),
         ("BRT_TORCH_THREADS", "-2", r"0 \(every core\) or more"),
+        ("BRT_RAY_ADDRESS", "10.0.0.5:6379", "ray://host:port"),
+        ("BRT_RAY_ADDRESS", "ray://", "ray://host:port"),
     ],
 )
 def test_a_bad_value_names_the_variable(name, value, message):

@@ -235,13 +235,9 @@ class DocumentFetcher:
             result.elapsed_s = time.monotonic() - started
 
     async def _check(self, url: str) -> str | None:
-        parts = url_safety.parse(url)
-        if parts is None:
-            return "unparsable URL"
-        if parts.scheme not in ("http", "https"):
-            return f"scheme {parts.scheme or '(none)'}: not http(s)"
-        if parts.has_credentials:
-            return url_safety.CREDENTIALS_REASON
+        refused = url_safety.web_refusal(url)  # the one scheme rule: http(s), a host, no userinfo
+        if refused is not None:
+            return refused
         if not self.allowed(url):
             return "not on allowed_domains"
         if self.guard is not None:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit
 
+from ... import url_safety
 from ...errors import NetworkError, error_kind
 
 __all__ = [
@@ -203,21 +203,27 @@ class Robots:
 
     async def allowed(self, url: str, fetch: Callable[[str], Awaitable[str | None]]) -> bool:
         """Whether robots.txt lets brt fetch ``url`` (its origin's rules fetched on first use)."""
-        parts = urlsplit(url)
-        origin = f"{parts.scheme}://{parts.netloc}"
+        parts = url_safety.parse(url)  # the browser's reading of the host (WHATWG)
+        origin = _origin(url)
         if origin not in self.rules:
             body = await fetch(origin)
             self.rules[origin] = RobotsRules(body)
-            self.polite.set_crawl_delay(parts.hostname or "", self.rules[origin].crawl_delay(ROBOTS_AGENT))
+            host = parts.hostname if parts is not None else ""
+            self.polite.set_crawl_delay(host, self.rules[origin].crawl_delay(ROBOTS_AGENT))
         return self.rules[origin].allowed(url, ROBOTS_AGENT)
 
     async def ensure(self, url: str, fetch: Callable[[str], Awaitable[str | None]]) -> None:
         """Fetch the origin's rules once, even when several tabs start on the origin at once (its Crawl-delay
         must be known before the first request's politeness slot)."""
-        parts = urlsplit(url)
-        origin = f"{parts.scheme}://{parts.netloc}"
+        origin = _origin(url)
         if origin in self.rules:
             return
         async with self._locks.setdefault(origin, asyncio.Lock()):
             if origin not in self.rules:
                 await self.allowed(url, fetch)
+
+
+def _origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url`` as the browser reads it (WHATWG; no userinfo)."""
+    parts = url_safety.parse(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts is not None else url

@@ -226,8 +226,8 @@ class EgressProxy:
 
         authority = request.target.decode("latin-1")
         match = _AUTHORITY.match(authority)
-        parsed = url_safety.parse(f"https://{authority}/") if match else None
-        if parsed is None or parsed.has_credentials:
+        parsed = url_safety.web_url(f"https://{authority}/") if match else None  # the one rule
+        if parsed is None:
             await _refuse(conn, writer, 400, "malformed CONNECT target")
             return
         port = int(match.group(2))  # type: ignore[union-attr]
@@ -255,8 +255,8 @@ class EgressProxy:
         response. Returns whether the browser's connection may carry another request."""
         import h11
 
-        parsed = url_safety.parse(request.target.decode("latin-1"))
-        if parsed is None or parsed.scheme != "http" or parsed.has_credentials or not parsed.host:
+        parsed = url_safety.web_url(request.target.decode("latin-1"))  # the one rule (https only tunnels)
+        if parsed is None or parsed.scheme != "http":
             await _refuse(conn, writer, 400, "not an absolute http:// request")
             return False
         port = parsed.effective_port or 80

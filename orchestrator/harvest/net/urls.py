@@ -15,13 +15,10 @@ __all__ = ["MAX_ANCHORS", "canonical_url", "filter_links", "is_http_url", "links
 #: Links read from one page at most (in document order); the crawl keeps fewer still (``crawl.MAX_LINKS``).
 MAX_ANCHORS = 10_000
 
-_HTTP = ("http", "https")
-
-
 def is_http_url(url: str) -> bool:
-    """True for absolute http(s) URLs with a host."""
+    """True for absolute http(s) URLs with a host (``url_safety.WEB_SCHEMES``; userinfo is judged apart)."""
     parsed = url_safety.parse(url.strip()) if isinstance(url, str) else None
-    return parsed is not None and parsed.scheme in _HTTP and bool(parsed.host)
+    return parsed is not None and parsed.scheme in url_safety.WEB_SCHEMES and bool(parsed.host)
 
 
 def canonical_url(url: str) -> str:
@@ -42,7 +39,7 @@ def _normalise(url: str, *, sort_query: bool) -> str:
     parsed = url_safety.parse(url.strip()) if isinstance(url, str) else None
     if parsed is None:
         return url.split("#", 1)[0]
-    if parsed.scheme not in _HTTP or not parsed.host:
+    if parsed.scheme not in url_safety.WEB_SCHEMES or not parsed.host:
         return parsed.without_fragment()
     base = parsed.without_fragment()
     if not sort_query or not parsed.query:
@@ -68,8 +65,8 @@ def filter_links(links: Iterable[str], allowed_domains: list[str], *, base: str 
     for link in links:
         if not link or not isinstance(link, str):
             continue
-        parsed = url_safety.parse(link, base) if base else url_safety.parse(link)
-        if parsed is None or parsed.scheme not in _HTTP or not parsed.host or parsed.has_credentials:
+        parsed = url_safety.web_url(link, base)  # http(s), a host, no userinfo: the one rule
+        if parsed is None:
             continue
         if not host_allowed(parsed.host, allowed_domains):  # most links of a page: no canonical form needed
             continue

@@ -17,10 +17,10 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from email.utils import format_datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from memory_store.clock import now
 
+from .... import url_safety
 from ....charter import url_allowed
 from ....errors import (
     DevtoolsMcpError,
@@ -178,7 +178,7 @@ class DevtoolsReader:
 
         canonical_final = canonical_url(final_url)
         host.seen.add(canonical_final)
-        selector = host.charter.selector_for(urlsplit(final_url).hostname)
+        selector = host.charter.selector_for(url_safety.hostname(final_url))
         page = await self.browser.evaluate(read_js(selector))
         html = str(page.get("html") or "")
         links = [h for h in page.get("links") or [] if isinstance(h, str)]

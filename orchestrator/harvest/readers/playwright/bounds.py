@@ -11,6 +11,10 @@
 - A page is cited under the URL of the document the server sent (``DocumentWatch.served_url``: the main
   frame's navigation response after redirects), never under ``location.href``, which the page's own
   ``history.replaceState`` can set to any URL of its origin.
+- The bytes a page brings into the browser are bounded (``ResourceBudget``): the decoded size of every response
+  of its frames (scripts, stylesheets, images, fetches, gzip bombs included) is counted as it arrives (the
+  DevTools protocol's ``Network.dataReceived``); past the budget every further request of the page is blocked
+  and its tab is closed at once (which stops every load and frees the renderer's memory): the page is not read.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from ...net.urls import MAX_ANCHORS, links_in
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page, Response
 
-__all__ = ["MAX_ANCHORS", "DocumentWatch", "PageKeeper", "close_page", "links_in", "read_dom", "read_links"]
+__all__ = ["MAX_ANCHORS", "RESOURCE_FACTOR", "DocumentWatch", "PageKeeper", "ResourceBudget", "close_page", "links_in",
+           "read_dom", "read_links"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +40,8 @@ CLOSE_TIMEOUT_S = 5.0
 #: How long a page brt did not open may wait for brt's own ``new_page`` calls in flight to settle.
 _OPENING_WAIT_S = 30.0
 _NO_DOCUMENT = (204, 205)
+#: A page's responses together may bring this many times ``harvest.max_page_bytes`` (decoded) into the browser.
+RESOURCE_FACTOR = 4
 
 
 async def read_dom(page: Page, deadline: float, *, grace_s: float = 0.0) -> str | None:
@@ -157,3 +164,70 @@ class DocumentWatch:
         """The URL of :meth:`document_response` (``fallback`` when there is none: what brt navigated to)."""
         response = self.document_response(navigated)
         return response.url if response is not None else fallback
+
+
+class ResourceBudget:
+    """The decoded bytes the responses of one page may bring into the browser while brt reads it (``limit``).
+
+    ``async with ResourceBudget(page, limit) as budget:`` counts ``Network.dataReceived`` (decoded lengths) on a
+    DevTools session of the page; once the total passes ``limit`` it blocks every further request of the page and
+    closes the page (``tripped`` and ``reason`` say so; the caller settles the URL as failed and opens a fresh
+    tab). The session's own response buffers are kept minimal. Frames in another renderer process (a cross-site
+    iframe) are not counted here."""
+
+    def __init__(self, page: Page, limit: int) -> None:
+        self.page = page
+        self.limit = int(limit)
+        self.used = 0
+        self.tripped = False
+        self._session: Any = None
+        self._stopping: asyncio.Task[None] | None = None
+
+    @property
+    def reason(self) -> str:
+        return (f"its responses passed {self.limit} bytes decoded ({RESOURCE_FACTOR} x max_page_bytes): the page "
+                "was closed, not read")
+
+    async def __aenter__(self) -> ResourceBudget:
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            self._session = await self.page.context.new_cdp_session(self.page)
+            self._session.on("Network.dataReceived", self._on_data)
+            await self._session.send("Network.enable", {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0})
+        except PlaywrightError as exc:  # not Chromium, or a page already gone: nothing to count on
+            logger.debug("no resource budget for %s: %s", self.page.url, exc)
+            self._session = None
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        from playwright.async_api import Error as PlaywrightError
+
+        if self._stopping is not None:
+            await asyncio.gather(self._stopping, return_exceptions=True)
+        if self._session is not None:
+            try:
+                if self.tripped:
+                    await self._session.send("Network.setBlockedURLs", {"urls": []})
+                await self._session.detach()
+            except PlaywrightError:
+                pass
+
+    def _on_data(self, params: dict[str, Any]) -> None:
+        try:
+            self.used += int(params.get("dataLength") or 0)
+        except (TypeError, ValueError):
+            return
+        if self.used > self.limit and not self.tripped:
+            self.tripped = True
+            logger.info("%s: %s", self.page.url, self.reason)
+            self._stopping = asyncio.ensure_future(self._stop())
+
+    async def _stop(self) -> None:
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            await self._session.send("Network.setBlockedURLs", {"urls": ["*"]})
+        except PlaywrightError as exc:
+            logger.debug("blocking the requests of %s: %s", self.page.url, exc)
+        await close_page(self.page)  # every load stops with its renderer, and its memory goes

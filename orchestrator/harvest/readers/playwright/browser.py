@@ -14,8 +14,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
+from .... import url_safety
 from ....charter import url_allowed
 from ....errors import BrowserNotFound, HarvestError, first_line
 from ... import launch
@@ -346,7 +346,8 @@ async def _connect_over_cdp(p: Any, browser_url: str) -> Browser:
     """Attach to a running Chrome's DevTools endpoint (``http://host:port`` or ``ws://...``)."""
     from playwright.async_api import Error as PlaywrightError
 
-    if urlsplit(browser_url).scheme not in ("http", "https", "ws", "wss"):
+    parsed = url_safety.parse(browser_url)
+    if parsed is None or parsed.scheme not in ("http", "https", "ws", "wss"):
         raise HarvestError(f"--browser-url must be an http:// or ws:// DevTools endpoint, got {browser_url!r}")
     try:
         return await p.chromium.connect_over_cdp(browser_url, timeout=30_000)

@@ -18,10 +18,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from memory_store.clock import now
 
+from .... import url_safety
 from ....errors import (
     BrowserNotFound,
     DownloadStarted,
@@ -33,7 +33,6 @@ from ....errors import (
     first_line,
 )
 from ...crash import BROWSER_CRASHED, PAGE_CRASHED, BrowserWatch, crashed_attempt
-from ...detached import detached
 from ...extract import decode_html, select_region
 from ...har import har_path_for, sha256_hex
 from ...models import HTML_TYPES, Egress, HarvestEvent, HarvestReport, media_type
@@ -44,7 +43,8 @@ from ...pdf import fetch_pdf, is_pdf_candidate
 from ...reader import PageRead
 from ...revalidate import DependencyWatch, Revalidator, fingerprint
 from ...static import StaticSource, read_static
-from .bounds import DocumentWatch, close_page, links_in, read_dom, read_links
+from ...workers import WorkLimit, in_worker
+from .bounds import RESOURCE_FACTOR, DocumentWatch, ResourceBudget, close_page, links_in, read_dom, read_links
 from .browser import BrowserSession, open_browser
 from .routes import goto_checked
 
@@ -356,11 +356,32 @@ class PlaywrightReader:
         if static is not None:
             return static
         page, docs = await tab.open()
-        with DependencyWatch(page, replay=self.replay is not None, allowed=host.charter.allows) as watch:
-            return await self._render(page, event, docs, watch, deadline, t0)
+        return await self._render_bounded(page, event, docs, deadline, t0)
+
+    async def _render_bounded(
+        self, page: Page, event: HarvestEvent, docs: DocumentWatch, deadline: float, t0: float
+    ) -> tuple[list[str], bool]:
+        """``_render`` with the page's bytes in the browser bounded (``ResourceBudget``: past the budget its loads
+        are stopped and the page is not read)."""
+        from playwright.async_api import Error as PlaywrightError
+
+        limit = RESOURCE_FACTOR * int(self.host.settings.max_page_bytes)
+        with DependencyWatch(page, replay=self.replay is not None, allowed=self.host.charter.allows) as watch:
+            async with ResourceBudget(page, limit) as budget:  # security: a page's bytes in the browser are bounded
+                try:
+                    links, queued = await self._render(page, event, docs, watch, budget, deadline, t0)
+                except PlaywrightError:
+                    if not budget.tripped:
+                        raise
+                    links, queued = [], False  # the budget closed the page under a call: settled below
+        if budget.tripped and not queued:
+            self.host.finish(event, "failed", budget.reason)
+            return [], False
+        return links, queued
 
     async def _render(
-        self, page: Page, event: HarvestEvent, docs: DocumentWatch, watch: Any, deadline: float, t0: float
+        self, page: Page, event: HarvestEvent, docs: DocumentWatch, watch: Any, budget: ResourceBudget,
+        deadline: float, t0: float,
     ) -> tuple[list[str], bool]:
         """The page rendered in ``page``: navigation, settling, then its DOM read and handed over."""
         host = self.host
@@ -368,20 +389,28 @@ class PlaywrightReader:
         if not isinstance(loaded, _Loaded):
             return loaded  # settled: the navigation failed (or a PDF was read instead)
         await self._settle(page, event, docs, loaded, deadline)
+        if budget.tripped:  # its loads were stopped: what it shows is not the page (settled by _render_bounded)
+            return [], False
         settled = self._refuse(event, loaded, t0)
         if settled is not None:
             if is_pdf_candidate(event, replay=self.replay is not None):
                 return await fetch_pdf(host, self.session.fetcher, event, deadline, t0)  # type: ignore[union-attr]
             return settled
         host.seen.add(canonical_url(loaded.final_url))
-        selector = host.charter.selector_for(urlsplit(loaded.final_url).hostname)
+        selector = host.charter.selector_for(url_safety.hostname(loaded.final_url))
         html = loaded.html if loaded.html is not None else await read_dom(page, deadline, grace_s=2.0)
         if html is None:  # the renderer never answered (the page was closed), or the page went away
             event.timings.fetch_s = time.monotonic() - t0
             host.finish(event, "failed", f"cannot read the rendered page within timeout_s ({deadline - t0:g} s)")
             return [], False
-        # parsed off the event loop (the proxy and the other tabs run on it), and not waited for after a hard stop
-        links, region_html = await detached(_links_and_region, html, loaded.base_url, selector)
+        # in a worker process (bounded, killed at a hard stop): the proxy and the other tabs run on this loop
+        try:
+            links, region_html = await in_worker(_links_and_region, html, loaded.base_url, selector,
+                                                 limit_s=host.work_limit_s)
+        except WorkLimit as exc:
+            event.timings.fetch_s = time.monotonic() - t0
+            host.finish(event, "failed", f"cannot read the page's links: {exc}")
+            return [], False
         if loaded.html is None and event.partial is None:
             # (a page whose load event never came was read at the timeout: the same inputs, read the same way)
             event.fingerprint = await fingerprint(

@@ -10,8 +10,8 @@ import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
+from .... import url_safety
 from ....charter import url_allowed
 from ....errors import RequestFailed, error_kind
 from ...downloads import fulfill_navigation
@@ -167,16 +167,21 @@ def websocket_refusal(url: str, allowed_domains: list[str], *, replay: bool) -> 
     """Why a WebSocket to ``url`` may not connect (before the SSRF guard), or None when it may."""
     if replay:
         return "WebSocket refused in replay"
-    try:
-        parts = urlsplit(url)
-    except ValueError:
+    parsed = url_safety.parse(url)  # the browser's reading of the URL (WHATWG)
+    if parsed is None:
         return "unparsable URL"
-    scheme = _WS_SCHEMES.get(parts.scheme.lower())
-    if scheme is None:
-        return f"not a ws:/wss: URL ({parts.scheme or 'no scheme'})"
-    if not url_allowed(urlunsplit((scheme, *parts[1:])), allowed_domains):
+    if parsed.scheme not in _WS_SCHEMES:
+        return f"not a ws:/wss: URL ({parsed.scheme or 'no scheme'})"
+    if not url_allowed(_as_http(url), allowed_domains):
         return "not on allowed_domains"
     return None
+
+
+def _as_http(ws_url: str) -> str:
+    """A ws:/wss: URL as the http:/https: URL of the same host and port (what the allowlist and guard judge)."""
+    parsed = url_safety.parse(ws_url)
+    scheme = _WS_SCHEMES.get(parsed.scheme) if parsed is not None else None
+    return (url_safety.with_scheme(ws_url, scheme) if scheme else None) or "about:invalid"
 
 
 async def websocket_route(
@@ -185,8 +190,7 @@ async def websocket_route(
     url = ws.url
     reason = websocket_refusal(url, allowed_domains, replay=state.replay is not None)
     if reason is None and state.guard is not None:
-        parts = urlsplit(url)
-        reason = await state.guard.check(urlunsplit((_WS_SCHEMES[parts.scheme.lower()], *parts[1:])))
+        reason = await state.guard.check(_as_http(url))
     if reason is None:
         ws.connect_to_server()
         return
@@ -270,8 +274,6 @@ async def route_navigation(
         await _safe(route.abort("blockedbyclient"))
         return result
     if result.kind in ("ok", "partial"):
-        from .... import url_safety
-
         if len(result.hops) > 1 and result.hops[-1] != (url_safety.normalize(url) or url):
             # Every hop was checked. The browser must not follow a redirect itself: Playwright's router never
             # sees the target of a redirect, so the browser would fetch it with its own DNS answer, past the
