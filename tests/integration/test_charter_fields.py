@@ -191,7 +191,8 @@ SEARCH: dict[str, tuple[Any, Any, dict[str, Any], Callable[[Any], Any]]] = {
     "retrieval.candidates": (20, 3, {"mmr_lambda": 0.3}, _search),  # the pool MMR picks from
     "retrieval.rerank": (False, True, {}, _search),
     "retrieval.reranker_model": (None, "no-such-org/no-such-reranker", {"rerank": True}, _search),
-    "retrieval.mmr_lambda": (None, 0.0, {}, lambda c: _search(c, k=2)),  # hits are listed by score: MMR shows in which ones a cut below the pool keeps
+    # hits are listed by score: MMR shows in which ones a cut below the pool keeps
+    "retrieval.mmr_lambda": (None, 0.0, {}, lambda c: _search(c, k=2)),
 }
 
 
