@@ -107,7 +107,7 @@ def write_kept(charter: Charter, work: Memory, kept: KeptPages, snapshot: Path) 
     no chunk) and the run's HAR beside it."""
     from .. import __version__
     from ..audit.hooks import clean_records
-    from .har import har_files, merge_hars
+    from .har import add_provenance, har_files, merge_hars
     from .journal import render_of_pages
 
     events = work.events()
@@ -122,8 +122,23 @@ def write_kept(charter: Charter, work: Memory, kept: KeptPages, snapshot: Path) 
     work.snapshot(snapshot, extra_records=records, include_vectors=False, tool_version=__version__,
                   page_fields=page_fields, pages=pages)
     har = merge_hars(har_files(work), snapshot.with_suffix(".har"))
+    if har is not None:  # security: verify requires each page's provenance in the HAR (har.py)
+        add_provenance(har, _provenance(pages, events))
     logger.info("kept %d page(s) without a store in %s", len(pages), snapshot)
     return Kept(snapshot, har, len(pages))
+
+
+def _provenance(pages: list[PageRecord], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The provenance record of each kept page, with the harvest event that stored it (its last)."""
+    from .har import provenance_record
+
+    stored: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e.get("outcome") == "stored":
+            for key in (e.get("url"), e.get("final_url")):
+                if isinstance(key, str) and key:
+                    stored[key] = e
+    return [provenance_record(p, stored.get(p.url) or stored.get(p.requested_url or "") or {}) for p in pages]
 
 
 def remove_workdir(path: Path) -> None:

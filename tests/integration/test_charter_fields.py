@@ -340,7 +340,10 @@ def test_memory_disabled_keeps_the_pages_without_a_store(local_site, make_charte
     assert "1953" in pages["a.html"]["text"] and pages["a.html"]["chunk_ids"] == []
     assert lines[0]["counts"]["chunk"] == 0 and lines[0]["counts"]["harvest_event"] == len(report.events)
     assert report.kept.har is not None and report.kept.har.is_file()
-    assert verify(report.kept.snapshot).ok
+    verdict = verify(report.kept.snapshot)
+    assert verdict.ok, verdict.failures
+    assert verdict.checked.get("provenance") == len(stored)  # each kept page against its record in the HAR
+    assert not [w for w in verdict.warnings if w.check == "provenance"], verdict.warnings
 
     for call in (lambda: search(charter, "lamp"), lambda: synthesize(charter), lambda: open_memory(charter)):
         with pytest.raises(MemoryDisabled, match="memory.enabled: false"):
