@@ -42,6 +42,9 @@ _OPENING_WAIT_S = 30.0
 _NO_DOCUMENT = (204, 205)
 #: A page's responses together may bring this many times ``harvest.max_page_bytes`` (decoded) into the browser.
 RESOURCE_FACTOR = 4
+#: Seconds the resource budget waits for each DevTools call on its tab: a tab whose renderer was killed never
+#: answers one (a harvest waited forever on it), and the page is then read without a budget or left as it is.
+BUDGET_CDP_S = 5.0
 
 
 async def read_dom(page: Page, deadline: float, *, grace_s: float = 0.0) -> str | None:
@@ -192,11 +195,15 @@ class ResourceBudget:
         from playwright.async_api import Error as PlaywrightError
 
         try:
-            self._session = await self.page.context.new_cdp_session(self.page)
+            # a tab whose renderer was killed never answers (Playwright waits forever): bounded
+            self._session = await asyncio.wait_for(self.page.context.new_cdp_session(self.page), BUDGET_CDP_S)
             self._session.on("Network.dataReceived", self._on_data)
-            await self._session.send("Network.enable", {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0})
-        except PlaywrightError as exc:  # not Chromium, or a page already gone: nothing to count on
-            logger.debug("no resource budget for %s: %s", self.page.url, exc)
+            await asyncio.wait_for(
+                self._session.send("Network.enable", {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}),
+                BUDGET_CDP_S,
+            )
+        except (PlaywrightError, asyncio.TimeoutError) as exc:  # not Chromium, or a page gone: nothing to count
+            logger.debug("no resource budget for %s: %s", self.page.url, exc or type(exc).__name__)
             self._session = None
         return self
 
@@ -208,9 +215,9 @@ class ResourceBudget:
         if self._session is not None:
             try:
                 if self.tripped:
-                    await self._session.send("Network.setBlockedURLs", {"urls": []})
-                await self._session.detach()
-            except PlaywrightError:
+                    await asyncio.wait_for(self._session.send("Network.setBlockedURLs", {"urls": []}), BUDGET_CDP_S)
+                await asyncio.wait_for(self._session.detach(), BUDGET_CDP_S)  # a crashed tab's never returns
+            except (PlaywrightError, asyncio.TimeoutError):
                 pass
 
     def _on_data(self, params: dict[str, Any]) -> None:
