@@ -34,14 +34,20 @@ class FileRefused(BrtError):
     """A file brt will not read or write (not a regular file, too large, a symlink where none may be)."""
 
 
-def open_regular(path: str | Path, *, what: str = "file") -> BinaryIO:
-    """``path`` opened for reading in binary mode when it is a regular file (symlinks to one are fine); a FIFO,
-    a device, a socket or a folder is refused (FileRefused) without blocking. FileNotFoundError when missing."""
+def open_regular(path: str | Path, *, what: str = "file", follow_links: bool = True) -> BinaryIO:
+    """``path`` opened for reading in binary mode when it is a regular file (symlinks to one are fine unless
+    ``follow_links`` is False: then a symlink at ``path`` is refused, never followed); a FIFO, a device, a
+    socket or a folder is refused (FileRefused) without blocking. FileNotFoundError when missing."""
     p = Path(path).expanduser()
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_links else _NOFOLLOW)
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(p, flags)
     except IsADirectoryError:
         raise FileRefused(f"{what} {p} is a folder, not a file") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_links:
+            raise FileRefused(f"{what} {p} is a symbolic link: brt does not follow it here") from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -61,10 +67,10 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-def read_regular(path: str | Path, *, limit: int, what: str = "file") -> bytes:
+def read_regular(path: str | Path, *, limit: int, what: str = "file", follow_links: bool = True) -> bytes:
     """The bytes of the regular file ``path`` (see :func:`open_regular`); FileRefused when it holds more than
     ``limit`` bytes (checked while reading: ``/proc`` files report size 0)."""
-    with open_regular(path, what=what) as fh:
+    with open_regular(path, what=what, follow_links=follow_links) as fh:
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise FileRefused(f"{what} {Path(path).expanduser()} is larger than {limit} bytes: too large to be one")

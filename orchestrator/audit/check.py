@@ -24,8 +24,7 @@ the right date, every claim cited or marked, no cited claim absent from its sour
 
 from __future__ import annotations
 
-import functools
-import unicodedata
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .claims import Citation, ParsedReport, ReportClaim, parse_report
 from .errors import AuditError
-from .evidence_source import EvidenceSource, SourcePage
+from .evidence_source import EvidenceSource, SourcePage, url_key
 
 if TYPE_CHECKING:
     from ..charter import Charter
@@ -53,14 +52,19 @@ __all__ = [
     "quote_in_text",
 ]
 
-#: The largest report brt checks (a Markdown file: far larger is not a report).
-MAX_REPORT_BYTES = 16_000_000
+#: The largest report brt checks (a report far larger is no report; parsing is linear, support scoring is not free).
+MAX_REPORT_BYTES = 2_000_000
+#: The most claims one check reads (a longer report is refused: split it).
+MAX_CLAIMS = 5_000
 #: Problems that fail the check (exit 1). ``no_date`` is only noted.
-FAILING = frozenset({"quote_not_verbatim", "quote_elsewhere", "wrong_date", "off_allowlist", "not_harvested",
-                     "unknown_reference", "missing_footnote", "uncited", "not_found"})
+FAILING = frozenset({"quote_not_verbatim", "quote_elsewhere", "elision_changes_quote", "wrong_date",
+                     "off_allowlist", "not_harvested", "not_a_web_url", "unknown_reference", "missing_footnote",
+                     "uncited", "not_found", "wrong_charter", "agreement_not_found", "conflict_not_found",
+                     "acceptance_not_recorded"})
 _ORDER = ["citation unresolved", "quote not verbatim", "wrong date", "uncited", "not found there",
-          "weakly supported", "quoted", "supported", "marked unsupported"]
-_UNRESOLVED = frozenset({"off_allowlist", "not_harvested", "unknown_reference", "missing_footnote"})
+          "weakly supported", "quoted", "supported", "listed", "as recorded", "marked unsupported"]
+_UNRESOLVED = frozenset({"off_allowlist", "not_harvested", "not_a_web_url", "unknown_reference",
+                         "missing_footnote"})
 
 
 class CheckError(AuditError):
@@ -145,6 +149,8 @@ class CheckReport:
     charter_id: str
     claims: list[ClaimResult]
     gaps: int = 0
+    verified: str | None = None  # what was verified before the check (the snapshot's verdict, the store check)
+    warnings: list[str] = field(default_factory=list)  # what that verification warned of
 
     @property
     def ok(self) -> bool:
@@ -217,33 +223,13 @@ def _ratio(a: int, b: int) -> float | None:
 
 # -- quotes ---------------------------------------------------------------------------------------------------
 
-_FOLD = str.maketrans({"‘": "'", "’": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"', "″": '"'})
-_ELISION = "…"
-
-
-@functools.lru_cache(maxsize=8192)
-def _fold(text: str) -> str:
-    """NFC, typographic quote marks and apostrophes as ASCII, invisible characters removed, whitespace
-    collapsed."""
-    from ..untrusted import strip_invisible
-
-    return " ".join(strip_invisible(unicodedata.normalize("NFC", text)).translate(_FOLD).split())
-
 
 def quote_in_text(quote: str, text: str) -> bool:
-    """Whether ``quote`` is verbatim in ``text``: whitespace collapsed, quote marks folded, and each ``…`` an
-    elision (the parts around it appear in order)."""
-    parts = [p.strip() for p in _fold(quote).split(_ELISION)]
-    parts = [p for p in parts if p]
-    if not parts:
-        return False
-    haystack, pos = _fold(text), 0
-    for part in parts:
-        found = haystack.find(part, pos)
-        if found < 0:
-            return False
-        pos = found + len(part)
-    return True
+    """Whether ``quote`` is verbatim in ``text`` (``quotes.match_quote``: the normalisations a person accepts,
+    elisions fragment by fragment within one sentence, changing nothing)."""
+    from .quotes import match_quote
+
+    return match_quote(quote, text).found
 
 
 # -- checking -------------------------------------------------------------------------------------------------
@@ -262,16 +248,24 @@ def _resolve(c: Citation, parsed: ParsedReport, source: EvidenceSource, problems
     if c.kind == "footnote":
         problems.append(Problem("missing_footnote", f"{c.text} has no footnote definition"))
         return _Resolved(check, None, False)
+    if c.kind == "ref":
+        problems.append(Problem("unknown_reference", f"[{c.n}] is not in the report's list of references"))
+        return _Resolved(check, None, False)
     if c.kind == "evidence" and c.url is None:
         if not _from_reference(c, parsed, source, check):
             problems.append(Problem("unknown_reference", f"{c.ref} is neither an evidence line of the report nor "
                                                          f"a block of the charter's recorded synthesis"))
             return _Resolved(check, None, False)
     assert check.url is not None
+    from .evidence_source import web_url
+
+    url, why = web_url(check.url)
+    if url is None:
+        problems.append(Problem("not_a_web_url", f"{check.url} {why}"))
+        return _Resolved(check, None, False)
     page = source.page_for(check.url)
-    if page is None or not _allowed(page.url, source):
-        allowed = _allowed(_absolute(check.url), source)
-        kind, why = ("not_harvested", "is not a page the charter's store holds") if allowed else (
+    if page is None or not _allowed(url.href, source):
+        kind, why = ("not_harvested", "is not a page the charter's store holds") if _allowed(url.href, source) else (
             "off_allowlist", "is not on the charter's allowed_domains")
         problems.append(Problem(kind, f"{check.url} {why}"))
         return _Resolved(check, None, False)
@@ -295,50 +289,59 @@ def _from_reference(c: Citation, parsed: ParsedReport, source: EvidenceSource, c
     return True
 
 
-def _absolute(url: str) -> str:
-    return url if "://" in url else "https://" + url
-
-
-def _allowed(url: str, source: EvidenceSource) -> bool:
+def _allowed(href: str, source: EvidenceSource) -> bool:
     from ..charter import url_allowed
 
-    return source.allowed_domains is None or url_allowed(_absolute(url), source.allowed_domains)
+    return source.allowed_domains is None or url_allowed(href, source.allowed_domains)
 
 
 def _check_date(check: CitationCheck, problems: list[Problem]) -> None:
-    expected = check.page_last_updated or "unknown"
+    from .claims import iso_date
+
+    expected = iso_date(check.page_last_updated[:10]) if check.page_last_updated else "unknown"
     if check.date is None:
         problems.append(Problem("no_date", f"{check.url}: no last-updated date given (the page says {expected})"))
-    elif check.date.strip().lower() != expected.lower():
+    elif iso_date(check.date) != expected:
         problems.append(Problem("wrong_date", f"{check.url}: last updated {check.date} given, the page says "
                                               f"{expected}"))
 
 
 def _check_quote(quote: str, pages: list[SourcePage], source: EvidenceSource, problems: list[Problem]) -> QuoteCheck:
+    why: str | None = None
     for page in pages:
-        where = _find(quote, page, source)
+        where, reason = _find(quote, page, source)
         if where is not None:
             return QuoteCheck(quote, True, page.url, where)
-    elsewhere = next((p for p in source.pages if p not in pages and _find(quote, p, source) is not None), None)
+        why = why or reason
     closest = _closest(quote, pages, source)
     cited = ", ".join(p.url for p in pages)
+    if why is not None:
+        problems.append(Problem("elision_changes_quote", f"the quote is not what {cited} says: {why}"))
+        return QuoteCheck(quote, False, None, closest=closest)
+    elsewhere = next((p for p in source.pages if p not in pages and _find(quote, p, source)[0] is not None), None)
     if elsewhere is not None:
         problems.append(Problem("quote_elsewhere", f"the quote is on {elsewhere.url}, not on the page cited "
                                                    f"({cited})"))
         return QuoteCheck(quote, False, elsewhere.url, closest=closest)
-    hint = " (an elision is marked with …, not ...)" if "..." in quote else ""
-    problems.append(Problem("quote_not_verbatim", f"the quote is not verbatim on {cited}{hint}"))
+    problems.append(Problem("quote_not_verbatim", f"the quote is not verbatim on {cited}"))
     return QuoteCheck(quote, False, None, closest=closest)
 
 
-def _find(quote: str, page: SourcePage, source: EvidenceSource) -> str | None:
-    """The id of a chunk of ``page`` holding ``quote`` ("page text" when only the stored text does)."""
-    for chunk in source.chunks_of(page):
-        if quote_in_text(quote, chunk.text):
-            return chunk.id
-    if page.text and quote_in_text(quote, page.text):
-        return "page text"
-    return None
+def _find(quote: str, page: SourcePage, source: EvidenceSource) -> tuple[str | None, str | None]:
+    """The id of a chunk of ``page`` holding ``quote`` ("page text" or "page title" when only the stored text or
+    title does), or None and, when an elision is the trouble, why."""
+    from .quotes import match_quote
+
+    why = None
+    texts = [(c.id, c.text) for c in source.chunks_of(page)]
+    texts += [("page text", page.text)] if page.text else []
+    texts += [("page title", page.title)] if page.title else []
+    for where, text in texts:
+        found = match_quote(quote, text)
+        if found.found:
+            return where, None
+        why = why or found.why
+    return None, why
 
 
 def _closest(quote: str, pages: list[SourcePage], source: EvidenceSource) -> str | None:
@@ -377,6 +380,11 @@ def _support(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource
 
 def _check_claim(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource) -> ClaimResult:
     result = ClaimResult(claim.line, claim.text, claim.kind, "")
+    own = _OWN_LINES.get(claim.kind)
+    if own is not None:
+        own(claim, parsed, source, result)
+        result.verdict = _worst(result)
+        return result
     if not claim.citations:
         if claim.marked_unsupported:
             result.verdict = "marked unsupported"
@@ -387,7 +395,9 @@ def _check_claim(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSourc
     resolved = [_resolve(c, parsed, source, result.problems) for c in claim.citations]
     result.citations = [r.citation for r in resolved]
     pages = list({id(r.page): r.page for r in resolved if r.page is not None and r.quote_here}.values())
-    if pages and claim.quotes:
+    if claim.kind == "source":
+        result.verdict = "listed"
+    elif pages and claim.quotes:
         result.quotes = [_check_quote(q, pages, source, result.problems) for q in claim.quotes]
         found = next((q for q in result.quotes if q.verbatim), None)
         page = next((p for p in pages if found is not None and p.url == found.url), pages[0])
@@ -406,6 +416,107 @@ def _check_claim(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSourc
     return result
 
 
+# -- brt's own line types ---------------------------------------------------------------------------------------
+
+
+def _header(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource, result: ClaimResult) -> None:
+    """``Charter `id` · generated …``: the report is of the charter it is checked against."""
+    named = str(claim.info.get("id") or "").strip("`")
+    if named != source.charter_id:
+        result.problems.append(Problem("wrong_charter", f"the report is of charter {named}, the {source.origin} "
+                                                        f"of charter {source.charter_id}"))
+    result.verdict = "as recorded"
+
+
+def _blocks_of(label: str, parsed: ParsedReport, source: EvidenceSource) -> dict[int, list[str]]:
+    """Block n of section ``label`` -> the URLs it cites (its own and "also at"), from the report's evidence
+    lines or else the recorded synthesis."""
+    out: dict[int, list[str]] = {}
+    for (lab, n), c in parsed.evidence_lines.items():
+        if lab == label and c.url:
+            out[n] = [c.url]
+    for claim in parsed.claims:
+        if claim.kind == "evidence line" and claim.citations[0].label == label:
+            out[claim.citations[0].n or 0] = [c.url for c in claim.citations if c.url]
+    for (lab, n), block in source.blocks.items():
+        recorded = [str(block.get("url"))] + [str(a.get("url")) for a in block.get("also_at") or []
+                                              if isinstance(a, dict)]
+        if lab == label and (n not in out or url_key(out[n][0]) == url_key(recorded[0])):
+            out[n] = list(dict.fromkeys([*out.get(n, []), *recorded]))  # "also at" that the report leaves out
+    return out
+
+
+def _page_states(source: EvidenceSource, url: str, value: str) -> bool:
+    """Whether the stored page at ``url`` states ``value``'s numbers (or, without numbers, its words)."""
+    from .support import numbers
+
+    page = source.page_for(url)
+    if page is None:
+        return False
+    text = " ".join(c.text for c in source.chunks_of(page)) or page.text or ""
+    wanted = numbers(value)
+    if wanted:
+        return wanted <= numbers(text)
+    return quote_in_text(value, text)
+
+
+def _agreement(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource, result: ClaimResult) -> None:
+    """``[X Agreement] N sources agree on V (#a, #b)``: the blocks named cite N pages, and each states V."""
+    from .claims import AGREE_PART
+
+    label = str(claim.info.get("label") or "")
+    blocks = _blocks_of(label, parsed, source)
+    parts = list(AGREE_PART.finditer(str(claim.info.get("body") or "")))
+    if not parts:
+        result.problems.append(Problem("agreement_not_found", "the line names no agreement brt can check"))
+    for m in parts:
+        ns = [int(x) for x in re.findall(r"\d+", m.group("blocks"))]
+        urls = list(dict.fromkeys(u for n in ns for u in blocks.get(n, [])))
+        value, count = m.group("value"), int(m.group("count"))
+        missing = [n for n in ns if n not in blocks]
+        silent = [u for u in urls if not _page_states(source, u, value)]
+        if missing or len(urls) < count or silent:
+            why = (f"no block #{missing[0]} in {label}" if missing else
+                   f"{len(urls)} source(s) cited, {count} said" if len(urls) < count else f"{silent[0]} does not "
+                                                                                          f"state {value}")
+            result.problems.append(Problem("agreement_not_found", f"{count} sources agree on {value}: {why}"))
+    result.verdict = "as recorded"
+
+
+def _conflict(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource, result: ClaimResult) -> None:
+    """``[X Conflict] A vs B``: two different values, each stated by a page a block of the section cites."""
+    from .support import numbers
+
+    label = str(claim.info.get("label") or "")
+    urls = list(dict.fromkeys(u for us in _blocks_of(label, parsed, source).values() for u in us))
+    a, b = str(claim.info.get("a") or ""), str(claim.info.get("b") or "")
+    said_a = [u for u in urls if _page_states(source, u, a)]
+    said_b = [u for u in urls if _page_states(source, u, b)]
+    if numbers(a) == numbers(b) or not said_a or not said_b or set(said_a) == set(said_b) == {said_a[0]}:
+        result.problems.append(Problem("conflict_not_found", f"no two blocks of {label} state {a} and {b}"))
+    result.verdict = "as recorded"
+
+
+def _acceptance(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource, result: ClaimResult) -> None:
+    """``- **covered**: criterion — reason``: the verdict the recorded synthesis gave that criterion."""
+    from .quotes import fold
+
+    criterion, verdict = str(claim.info.get("criterion") or ""), str(claim.info.get("verdict") or "")
+    recorded = [v for v in source.acceptance or [] if fold(str(v.get("criterion") or "")) == fold(criterion)]
+    if source.acceptance is None:
+        result.problems.append(Problem("acceptance_not_recorded", "no acceptance verdicts are recorded: this one "
+                                                                  "cannot be checked"))
+    elif not recorded:
+        result.problems.append(Problem("acceptance_not_recorded", "the recorded synthesis has no such criterion"))
+    elif str(recorded[0].get("verdict")) != verdict:
+        result.problems.append(Problem("acceptance_not_recorded", f"the recorded verdict is "
+                                                                  f"{recorded[0].get('verdict')}, not {verdict}"))
+    result.verdict = "as recorded"
+
+
+_OWN_LINES = {"header": _header, "agreement": _agreement, "conflict": _conflict, "acceptance": _acceptance}
+
+
 #: A claim that quotes is scored as a claim too when it holds this many content words outside its quotes.
 SAYS_MORE_WORDS = 5
 
@@ -420,7 +531,7 @@ def _worst(result: ClaimResult) -> str:
     kinds = {p.kind for p in result.problems}
     if kinds & _UNRESOLVED:
         return "citation unresolved"
-    if kinds & {"quote_not_verbatim", "quote_elsewhere"}:
+    if kinds & {"quote_not_verbatim", "quote_elsewhere", "elision_changes_quote"}:
         return "quote not verbatim"
     if "wrong_date" in kinds:
         return "wrong date"
@@ -428,34 +539,54 @@ def _worst(result: ClaimResult) -> str:
 
 
 def check_text(text: str, source: EvidenceSource, *, report: str | Path = "report.md") -> CheckReport:
-    """Check Markdown ``text`` against ``source`` (see the module docstring)."""
-    parsed = parse_report(text)
+    """Check a report's ``text`` against ``source`` (see the module docstring): Markdown, or brt's JSON or
+    HTML (``report_text.as_markdown``, by the name ``report`` or the text itself)."""
+    from .report_text import as_markdown
+
+    try:
+        markdown = as_markdown(text, str(report))
+    except ValueError as exc:
+        raise CheckError(f"cannot read report {Path(report).name}: {exc}") from None
+    parsed = parse_report(markdown)
+    if len(parsed.claims) > MAX_CLAIMS:
+        raise CheckError(f"report {Path(report).name} holds {len(parsed.claims)} claims, more than the "
+                         f"{MAX_CLAIMS} one check reads: check it in parts")
     claims = [_check_claim(c, parsed, source) for c in parsed.claims]
-    return CheckReport(Path(report), source.origin, source.path, source.charter_id, claims, parsed.gaps)
+    return CheckReport(Path(report), source.origin, source.path, source.charter_id, claims, parsed.gaps,
+                       source.verified, list(source.warnings))
 
 
-def check_report(
-    report: str | Path, *, charter: Charter | None = None, snapshot: str | Path | None = None
-) -> CheckReport:
-    """Check the Markdown report at ``report`` against the charter's store, or against ``snapshot`` (an audit
-    snapshot; ``charter``, when given too, supplies the allowlist). CheckError for an unreadable report or
-    when neither is given; StoreNotFound / SnapshotError / CharterError pass through."""
+def read_report(report: str | Path, *, follow_links: bool = True) -> str:
+    """The text of the report file (a regular file, at most ``MAX_REPORT_BYTES``, UTF-8); with
+    ``follow_links`` False a symlink at the path is refused, not followed. CheckError otherwise."""
     from ..files import FileRefused, read_regular
-    from .evidence_source import from_snapshot, from_store
 
     path = Path(report).expanduser()
     try:  # a regular file only, read without blocking (a FIFO or a device is refused at once), and bounded
-        text = read_regular(path, limit=MAX_REPORT_BYTES, what="report").decode("utf-8")
+        return read_regular(path, limit=MAX_REPORT_BYTES, what="report", follow_links=follow_links).decode("utf-8")
     except FileRefused as exc:
         raise CheckError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CheckError(f"cannot read report {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if snapshot is not None:
-        source = from_snapshot(snapshot, charter)
-    elif charter is not None:
-        source = from_store(charter)
-    else:
+
+
+def check_report(
+    report: str | Path, *, charter: Charter | None = None, snapshot: str | Path | None = None, har: bool = True,
+    follow_links: bool = True,
+) -> CheckReport:
+    """Check the report at ``report`` (Markdown, or brt's JSON or HTML) against the charter's store, or against
+    ``snapshot`` (an audit snapshot; ``charter``, when given too, supplies the allowlist). The evidence is
+    verified first: the snapshot with ``verify.verify`` (its HAR too unless ``har`` is False), the store with
+    its check; one that fails is refused (``evidence_source.SourceRefused``). CheckError for an unreadable
+    report (a symlink too, unless ``follow_links``) or when neither source is given; StoreNotFound /
+    SnapshotError / CharterError pass through."""
+    from .evidence_source import from_snapshot, from_store
+
+    if snapshot is None and charter is None:
         raise CheckError("give the charter (its store) or a snapshot to check the report against")
+    path = Path(report).expanduser()
+    text = read_report(path, follow_links=follow_links)
+    source = from_snapshot(snapshot, charter, har=har) if snapshot is not None else from_store(charter)  # type: ignore[arg-type]
     return check_text(text, source, report=path)
 
 

@@ -77,9 +77,9 @@ def test_a_quote_of_several_sentences_and_curly_quotes_stay_one_claim() -> None:
     assert claim.citations[0].date == "2020-01-02"
 
 
-def test_short_quotes_are_words_not_quotes() -> None:
+def test_short_quotes_are_quotes_too() -> None:
     claim = only('The site calls the lamp "electric" in its notes (https://x.test/a).')
-    assert claim.quotes == []
+    assert claim.quotes == ["electric"]
 
 
 def test_a_citation_line_after_a_blockquote_belongs_to_it() -> None:
@@ -133,7 +133,7 @@ def test_bullets_and_table_rows_are_claims_with_their_lines() -> None:
     text = "Intro line that states nothing:\n\n- First bullet states a fact.\n- Second bullet states another.\n\n" \
            "| Year | Event |\n|---|---|\n| 1953 | The lamp was converted to electricity |\n"
     lines = [(c.line, c.kind) for c in claims_of(text)]
-    assert lines == [(3, "bullet"), (4, "bullet"), (8, "bullet")]
+    assert lines == [(3, "bullet"), (4, "bullet"), (8, "row")]
 
 
 def test_a_stray_quote_mark_does_not_swallow_the_next_citation() -> None:
@@ -162,9 +162,13 @@ def test_a_reference_to_a_missing_footnote_is_kept() -> None:
         ("converted to electricity in 1953", True),
         ("converted  to\nelectricity in 1953", True),  # whitespace collapsed
         ("… converted to electricity …", True),  # elisions at either end
-        ("lamp was converted … twenty nautical miles", True),  # an elision inside, parts in order
-        ("twenty nautical miles … lamp was converted", False),  # not in order
-        ("lamp was converted ... twenty nautical miles", False),  # three full stops are not an elision
+        ("lamp was converted … in 1953", True),  # an elision inside, parts in order, within one sentence
+        ("lamp was converted ... in 1953", True),  # three full stops elide too
+        ("Its lamp … converted to electricity", True),
+        ("it can be seen … miles away", False),  # "twenty" left out at the cut
+        ("lamp was converted … twenty nautical miles", False),  # the words left out hold a number (1953)
+        ("in 1953 … lamp was converted", False),  # not in order
+        ("converted to electricity … bright", False),  # an elision never joins two sentences
         ("converted to electricity in 1935", False),
         ("It’s “bright”", True),  # typographic marks fold to ASCII on both sides
         ("…", False),
@@ -178,16 +182,30 @@ def test_quote_in_text(quote: str, ok: bool) -> None:
 
 def test_url_key_ignores_scheme_slash_fragment_and_encoding() -> None:
     same = ["https://Web.dev/articles/cls/", "web.dev/articles/cls", "http://web.dev/articles/cls#intro",
-            "https://user:pw@web.dev/articles/%63ls"]
+            "https://web.dev/articles/%63ls", "HTTP://WEB.DEV:80/articles/x/../cls"]
     assert len({url_key(u) for u in same}) == 1
     assert url_key("web.dev/articles/cls?a=1") != url_key("web.dev/articles/cls")
     assert url_key("127.0.0.1:8000/a.html") != url_key("127.0.0.1:8001/a.html")
 
 
-def test_url_key_of_what_is_no_url_is_the_text() -> None:
-    """A report can cite anything: a port that is no number or a broken IPv6 literal is compared as written."""
-    assert url_key("javascript:alert(1)") == "http://javascript:alert(1)"  # read as host:port, no port
-    assert url_key("http://[::1/x") == "http://[::1/x"
+@pytest.mark.parametrize(
+    "url",
+    ["javascript://web.dev/articles/cls", "javascript:alert(1)", "file:///web.dev/articles/cls",
+     "file://web.dev/articles/cls", "ftp://web.dev/articles/cls", "ws://web.dev/articles/cls",
+     "wss://web.dev/articles/cls", "data:text/html,web.dev/articles/cls", "https://user:pw@web.dev/articles/cls",
+     "http://[::1/x", "blob:https://web.dev/articles/cls"],
+)
+def test_what_is_no_http_url_has_no_key(url: str) -> None:
+    """Only http(s) URLs without userinfo, as a browser parses them (the allowlist's parser), name a page."""
+    assert url_key(url) is None
+
+
+def test_a_backslash_ends_the_authority_as_a_browser_reads_it() -> None:
+    """``http://other.example\\@web.dev/articles/cls`` opens other.example in a browser; Python's urlsplit read
+    web.dev. It must not name the stored page web.dev/articles/cls."""
+    for url in ("http://other.example\\@web.dev/articles/cls", "other.example\\@web.dev/articles/cls",
+                "https://other.example\\web.dev/articles/cls"):
+        assert url_key(url) is not None and url_key(url).startswith("other.example/"), url_key(url)
 
 
 def test_numbers() -> None:
