@@ -63,6 +63,7 @@ FAILING = frozenset({"quote_not_verbatim", "quote_elsewhere", "elision_changes_q
                      "acceptance_not_recorded"})
 _ORDER = ["citation unresolved", "quote not verbatim", "wrong date", "uncited", "not found there",
           "weakly supported", "quoted", "supported", "listed", "as recorded", "marked unsupported"]
+_OWN_KINDS = frozenset({"header", "agreement", "conflict", "acceptance"})
 _UNRESOLVED = frozenset({"off_allowlist", "not_harvested", "not_a_web_url", "unknown_reference",
                          "missing_footnote"})
 
@@ -179,11 +180,13 @@ class CheckReport:
         (verbatim quotes, of the quotes checked) and ``supported_rate`` (claims quoted verbatim or supported,
         of the cited claims); None when there is nothing to divide by."""
         t = self.totals()
-        backed = sum(1 for c in self.claims if c.citations and c.verdict in ("quoted", "supported"))
+        statements = [c for c in self.claims if c.kind not in _OWN_KINDS]  # brt's header, agreement, ... aside
+        stated = [c for c in statements if c.kind != "source" and c.citations]
+        backed = sum(1 for c in stated if c.verdict in ("quoted", "supported"))
         return {
-            "citation_rate": _ratio(t["with_url_and_date"], t["claims"]),
+            "citation_rate": _ratio(sum(1 for c in statements if c.has_url_and_date), len(statements)),
             "quote_accuracy": _ratio(t["quotes_verbatim"], t["quotes"]),
-            "supported_rate": _ratio(backed, t["cited"]),
+            "supported_rate": _ratio(backed, len(stated)),
         }
 
     def lines(self, width: int = 100) -> list[str]:
@@ -198,6 +201,9 @@ class CheckReport:
             if c.evidence is not None and c.evidence.passage and c.verdict != "supported":
                 out.append(f"       best passage: {_clip(c.evidence.passage, width)}")
             out += [f"       closest: {_clip(q.closest, width)}" for q in c.quotes if not q.verbatim and q.closest]
+        if self.verified:
+            out.append(f"verified first: {self.verified}" + (f" ({len(self.warnings)} warning(s))"
+                                                             if self.warnings else ""))
         return [*out, self.verdict()]
 
     def verdict(self) -> str:
@@ -605,8 +611,6 @@ def report_json(result: CheckReport, quote: Any = None, url: Any = None) -> dict
     """The check as one JSON document: per claim its line, text, verdict, citations, quotes, evidence and
     problems; the totals and rates; ``ok``. ``quote(text, source)`` wraps text taken from the report or a page
     (the MCP server's untrusted-content delimiters); ``url`` gives a URL as an agent may see it."""
-    from .support import SUPPORTED, WEAK
-
     q, u = quote or _plain, url or _same
     where = f"the report {result.report.name} (may quote web pages)"
     claims = []
@@ -624,19 +628,45 @@ def report_json(result: CheckReport, quote: Any = None, url: Any = None) -> dict
             "evidence": _evidence_json(c.evidence, q, u),
             "problems": [_problem_json(p, quote) for p in c.problems],
         })
+    return {**summary_json(result, quote), "claims": claims}
+
+
+def claim_brief(c: ClaimResult, quote: Any, url: Any, report: str, width: int = 240) -> dict[str, Any]:
+    """One claim as an agent needs it to fix the report: its line, verdict and text (clipped), its failing
+    problems, and for a quote that is not verbatim the closest passage, for an unsupported claim the best one."""
+    where = f"the report {report} (may quote web pages), line {c.line}"
+    doc: dict[str, Any] = {"line": c.line, "verdict": _own(c.verdict, quote), "ok": c.ok,
+                           "text": quote(_clip(c.text, width), where)}
+    failing = [p for p in c.problems if p.failing]
+    if failing:
+        doc["problems"] = [{"kind": p.kind, "message": _escape(_clip(p.message, width), quote)} for p in failing]
+    closest = next((x for x in c.quotes if not x.verbatim and x.closest), None)
+    if closest is not None:
+        doc["closest"] = quote(_clip(closest.closest or "", width), closest.url)
+    elif c.evidence is not None and c.evidence.passage and c.verdict in ("not found there", "weakly supported"):
+        doc["best_passage"] = quote(_clip(c.evidence.passage, width), c.evidence.url)
+        doc["score"] = c.evidence.score
+    return doc
+
+
+def summary_json(result: CheckReport, quote: Any = None) -> dict[str, Any]:
+    """The check without its claims: verdict, rates, totals, what was verified (``claims`` left to the caller)."""
+    from .support import SUPPORTED, WEAK
+
     totals = result.totals()
-    totals["verdicts"] = {_own(v, quote): n for v, n in totals["verdicts"].items()}  # brt's words
+    totals["verdicts"] = {_own(v, quote): n for v, n in totals["verdicts"].items()}
     return {
-        "report": _own(str(result.report), quote),  # the paths the caller gave
+        "report": _own(str(result.report), quote),
         "charter_id": result.charter_id,
         "checked_against": result.origin,
         "source_path": _own(str(result.source_path), quote),
+        "verified": _own(result.verified, quote) if result.verified else None,
+        "verification_warnings": [_escape(_clip(w, 240), quote) for w in result.warnings[:5]],
         "ok": result.ok,
         "verdict": _own(result.verdict(), quote),
         **result.rates(),
         "totals": totals,
         "thresholds": {"supported": SUPPORTED, "weakly_supported": WEAK},
-        "claims": claims,
     }
 
 
@@ -653,7 +683,7 @@ def _problem_json(p: Problem, quote: Any) -> dict[str, Any]:
     return doc
 
 
-def _own(text: str, quote: Any) -> str:
+def _own(text: str, quote: Any) -> Any:
     """brt's own wording (counts, rates and the report's file name, which the caller gave): marked trusted for an
     agent (``untrusted.agent_document`` shows it outside the delimiters, escaped)."""
     if quote is None:

@@ -418,8 +418,8 @@ _MARK = (
 _LEADING_MARK = re.compile(r"\s*" + _MARK + r"\s*", re.IGNORECASE)
 _UNSUPPORTED = re.compile(_MARK + r"|^\s*(?:\*\*|_)?(?:unsupported|no evidence|unverified)(?:\*\*|_)?\s*:",
                           re.IGNORECASE)
-_LEADING_CITES = re.compile("\\s*(?:[—–-]\\s*)?(?:\u27e6(\\d+)\u27e7[.,;:]?|\\((?:last[- ])?(?:updated|modified)[^)]{0,60}\\)"
-                            "[.,;:]?)")
+_LEADING_CITES = re.compile("\\s*(?:[—–-]\\s*)?(?:\u27e6(\\d+)\u27e7[.,;:]?"
+                            "|\\((?:last[- ])?(?:updated|modified)[^)]{0,60}\\)[.,;:]?)")
 _WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 

@@ -99,7 +99,8 @@ class Block:
 def _md() -> Any:
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt("commonmark", {"maxNesting": 40}).enable("table").disable("text_join")
+    # images are read as "!" + a link (the image rule is quadratic on "![![![…"); flatten() drops them
+    md = MarkdownIt("commonmark").enable("table").disable(["text_join", "image"])
     md.validateLink = lambda url: True  # every link is read (a javascript: or file: link fails as a citation)
     md.normalizeLink = lambda url: url  # the URL as written: the one URL parser reads it (check.web_url)
     md.normalizeLinkText = lambda url: url
@@ -288,22 +289,26 @@ def flatten(children: list[Any], line: int) -> Flat:
     """An inline token's children as a :class:`Flat` (see the module docstring)."""
     out = _Out(lines=[(0, line)])
     run: list[str] = []  # text waiting to be scanned (text runs joined, so a URL split by escapes is one)
-    link: list[Any] | None = None  # [href, text parts, markup]
+    link: list[Any] | None = None  # [href, text parts, markup, is an image]
     lead: str | None = None
     strong: list[str] | None = None
     for c in children:
         kind = c.type
         if link is not None:
             if kind == "link_close":
-                _flush(out, run)
-                out.token(Token("link", f"[{''.join(link[1])}]({link[0]})" if link[2] != "autolink"
-                                else f"<{link[0]}>", url=link[0]))
+                if link[3]:  # an image: neither a citation nor text of the claim
+                    run[-1] = run[-1][:-1]
+                else:
+                    _flush(out, run)
+                    out.token(Token("link", f"[{''.join(link[1])}]({link[0]})" if link[2] != "autolink"
+                                    else f"<{link[0]}>", url=link[0]))
                 link = None
             elif kind in ("text", "code_inline", "text_special"):
                 link[1].append(c.content)
             continue
         if kind == "link_open":
-            link = [str(c.attrs.get("href") or ""), [], c.markup]
+            image = bool(run) and run[-1].endswith("!") and c.markup != "autolink"
+            link = [str(c.attrs.get("href") or ""), [], c.markup, image]
         elif kind == "strong_open" and lead is None and not out.size and not "".join(run).strip():
             strong = []
         elif kind == "strong_close" and strong is not None:
