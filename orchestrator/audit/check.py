@@ -365,7 +365,11 @@ def _closest(quote: str, pages: list[SourcePage], source: EvidenceSource) -> str
 
 
 def _support(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource) -> tuple[str, Evidence]:
-    from .support import SUPPORTED, WEAK, passages, support_scores
+    """The support model's verdict on a claim against the passages of the pages it cites (``support.py``),
+    with the bundled embedding model the model was fitted with, whatever model the store uses."""
+    from memory_store.embeddings import get_embedder
+
+    from .support import SUPPORTED, WEAK, closest, passages
 
     candidates: list[tuple[str, SourcePage]] = []
     for page in pages:
@@ -373,13 +377,13 @@ def _support(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource
         for text in texts:
             candidates += [(p, page) for p in passages(text)]
     candidates = list({(p, page.url): (p, page) for p, page in candidates}.values())
-    scores = support_scores(claim.plain, [p for p, _ in candidates], source.embedder()) if candidates else []
-    if not scores:
+    read = closest(claim.plain, [p for p, _ in candidates], get_embedder()) if candidates else []
+    if not read:
         page = pages[0]
         return "not found there", Evidence(page.url, page.last_updated, None, 0.0)
-    best = max(range(len(scores)), key=scores.__getitem__)
+    best = max(range(len(read)), key=lambda i: (read[i].probability, read[i].closeness))
     passage, page = candidates[best]
-    score = scores[best]
+    score = round(read[best].probability, 4)
     verdict = "supported" if score >= SUPPORTED else "weakly supported" if score >= WEAK else "not found there"
     return verdict, Evidence(page.url, page.last_updated, passage, score)
 

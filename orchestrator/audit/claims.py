@@ -47,7 +47,7 @@ MIN_CLAIM_WORDS = 3
 #: Words a framing sentence is made of ("Below is a summary of what the pages say"): an uncited sentence of
 #: only these (and stop words), without a number or a quote, says nothing checkable.
 META_WORDS = frozenset(
-    "below above following follows here summary summaries summarise summarize summarised summarized overview "
+    "below above follow following follows here summary summaries summarise summarize summarised summarized overview "
     "report reports section sections page pages source sources say says said state states stated find finds "
     "found finding findings result results evidence detail details list lists listed note notes key main point "
     "points answer answers question questions brief briefly look looks turn next first finally lastly "
@@ -280,7 +280,7 @@ def _definition(block: Block, ctx: _Ctx) -> None:
     defined = [(a, b, n) for a, b in spans if (n := _defines(flat, a)) is not None]
     if not defined and block.number is not None and _listing(flat, block.heading):
         defined = [(0, len(flat.text), block.number)]
-    starts = [t.start for t in flat.tokens]
+    starts = flat.starts
     for a, b, number in defined:
         cited = [t for t in flat.tokens[bisect.bisect_left(starts, a):bisect.bisect_left(starts, b)] if t.url]
         cites = _citations(flat, cited)
@@ -289,7 +289,7 @@ def _definition(block: Block, ctx: _Ctx) -> None:
 
 
 def _line_spans(flat: Flat) -> list[tuple[int, int]]:
-    offsets = [o for o, _ in flat.lines] + [len(flat.text)]
+    offsets = [*flat.offsets, len(flat.text)]
     return [(offsets[i], offsets[i + 1]) for i in range(len(offsets) - 1)]
 
 
@@ -382,7 +382,15 @@ def _tagged(flat: Flat, a: int) -> bool:
 
 def _listing(flat: Flat, heading: str = "") -> bool:
     """Citations and next to nothing else (a title, a date, a few words), or citations under a heading such as
-    References or Sources: a source listing."""
+    References or Sources: a source listing (decided once per block: the scan is of the whole block)."""
+    cached = flat.__dict__.get("_listing", {})
+    if heading not in cached:
+        cached[heading] = _is_listing(flat, heading)
+        flat.__dict__["_listing"] = cached
+    return cached[heading]
+
+
+def _is_listing(flat: Flat, heading: str) -> bool:
     cited = [t for t in flat.tokens if t.url]
     if not cited:
         return False
@@ -425,7 +433,7 @@ _WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 def _span_claims(block: Block, flat: Flat, spans: list[tuple[int, int]], ctx: _Ctx) -> list[ReportClaim]:
     out: list[ReportClaim] = []
-    starts = [t.start for t in flat.tokens]
+    starts = flat.starts
     for a, b in spans:
         while a < b and flat.text[a] in ".,;:) ":
             a += 1

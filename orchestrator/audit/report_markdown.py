@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 __all__ = ["Block", "Flat", "Token", "find_quotes", "read_blocks", "scan", "unescape"]
@@ -69,8 +69,18 @@ class Flat:
     lines: list[tuple[int, int]]  # (offset in text, line number) where each source line starts
     lead: str | None = None  # the text of a leading **strong** run (brt's acceptance verdicts)
 
+    @cached_property
+    def offsets(self) -> list[int]:
+        """Where each source line starts in ``text``."""
+        return [o for o, _ in self.lines]
+
+    @cached_property
+    def starts(self) -> list[int]:
+        """Where each token's mask starts in ``text``."""
+        return [t.start for t in self.tokens]
+
     def line_at(self, offset: int) -> int:
-        i = bisect.bisect_right([o for o, _ in self.lines], offset) - 1
+        i = bisect.bisect_right(self.offsets, offset) - 1
         return self.lines[max(i, 0)][1]
 
     def plain(self, start: int = 0, end: int | None = None) -> str:

@@ -1,59 +1,140 @@
-"""How well a passage of a cited page supports a claim that cites it without quoting it: one function,
-:func:`support_scores`, returning a value in 0..1 per passage (the evidence model may replace it; its callers
-need only the values and the two cut-offs below).
+"""How well a passage of a cited page supports a claim that cites it without quoting it: :func:`support_scores`,
+a probability per passage from a **fitted logistic regression** (``models/support.json``, fitted by
+``bench/fit_support.py``; its card is ``models/README.md``) over features this module computes, and the two
+cut-offs ``SUPPORTED`` and ``WEAK`` that come with the weights.
 
-The value combines what the store's embedder and brt's text utilities (``memory_store.text``) see:
+The page's **closest statements** decide: every passage (every sentence and run of up to three sentences) gets
+``closeness = (meaning + words) / 2``, where *meaning* is the cosine of the claim's and the passage's
+embeddings mapped from ``COS_FLOOR`` (nothing in common) to ``COS_CEIL`` (a paraphrase) onto 0..1 (computed for
+the ``EMBED_TOP`` passages sharing the most words with the claim) and *words* the share of the claim's content
+stems and numbers the passage holds. The passages within ``ALIGN_MARGIN`` of the closest (at most
+``READ_TOP`` of them) are read by the model; the others support the claim no more than those do, so a loosely
+related passage elsewhere on the page cannot outweigh the sentence that says the opposite.
 
-- **meaning**: the cosine of the claim's and the passage's embeddings, mapped linearly from ``COS_FLOOR``
-  (nothing in common) to ``COS_CEIL`` (a paraphrase) onto 0..1;
-- **words**: the share of the claim's content words (stems) and numbers that the passage holds;
+The model reads, between the claim and a passage's *statement* (its sentence sharing the most words with the
+claim, narrowed to the clauses of that sentence that share words with it), :data:`FEATURES`:
 
-``score = (meaning + words) / 2``, then multiplied by ``MISMATCH`` (0.3) for each explicit signal that the
-passage says something else:
+- ``meaning``, ``words`` (above); ``stated``: the share of the claim's stems and numbers in the statement;
+  ``cover``: the share of the statement's stems the claim holds;
+- ``negation``: one of the two is negated and the other is not (an odd number of "not", "no", "never", "n't",
+  "without"...; closed-class words, not a list of opposites); ``prefix``: a word of one is a negative form of a
+  word of the other ("unsafe" / "safe", "non-profit" / "profit");
+- ``numbers``: a number the claim states that the passage does not, or the statement gives other numbers;
+- ``order``: the share of pairs of shared words (and numbers) whose order differs (swapped roles: "lab data as
+  the verdict, field data as the microscope" against the opposite);
+- ``swap``: for the claim's words the statement lacks, the highest cosine (word embeddings) to a word of the
+  statement the claim lacks: a near word put in another's place (an antonym, another entity, another
+  weekday) rather than a word added;
+- ``entity``: the claim names a capitalised name or number the passage lacks while the statement names others.
 
-- **numbers**: a number the claim states (digits or a number word: "20", "twenty", "1,500", "4.5") that the
-  passage does not state;
-- **negation**: the claim is negated and the passage's closest sentence is not, or the other way round
-  (an odd number of "not", "no", "never", "without", "n't", ...);
-- **direction**: the claim says one side of an opposed pair ("rose", "more", "before", "won", "allowed") and
-  the passage's closest sentence says the other ("fell", "less", "after", "lost", "banned") but not the
-  claim's side.
-
-A reversed paraphrase ("rose" for "fell", a negation added or dropped, a changed number) thus scores at most
-0.3, below ``WEAK``. The page's **closest statements** decide: a passage whose score before the mismatches
-lies more than ``ALIGN_MARGIN`` below the best passage's supports the claim no more than the best does (so a
-loosely related passage elsewhere on the page cannot outweigh the sentence that says the opposite). The
-cosine is computed for the ``EMBED_TOP`` passages sharing the most words with the claim (the others count
-with meaning 0). Cut-offs (measured on the real syntheses of ``bench/check_report.py``, figures in
-``bench/results/check_report.json``): a claim is **supported** by a passage scoring at least ``SUPPORTED``,
-**weakly supported** at least ``WEAK``, else **not found there**.
+Nothing here lists opposed words: the model learnt from pairs of real sentences and their reversals how these
+signals weigh.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "ALIGN_MARGIN", "COS_CEIL", "COS_FLOOR", "EMBED_TOP", "MISMATCH", "SUPPORTED", "WEAK", "ScoreParts",
-    "aligned_scores", "numbers", "passages", "score_parts", "signals", "support_scores", "words_score",
+    "ALIGN_MARGIN", "COS_CEIL", "COS_FLOOR", "EMBED_TOP", "FEATURES", "MODEL_PATH", "READ_TOP", "SUPPORTED", "WEAK",
+    "SupportModel", "closest", "features", "load_model", "negated", "numbers", "passages", "signals",
+    "support_scores", "words_score",
 ]
 
-#: At or above: the claim is supported by the passage.
-SUPPORTED = 0.55
-#: At or above (and below SUPPORTED): weakly supported. Below: not found there.
-WEAK = 0.4
+MODELS = Path(__file__).resolve().parent / "models"
+#: The shipped weights (their sha256 is in ``models/manifest.json`` and checked on load).
+MODEL_PATH = MODELS / "support.json"
 #: The cosine that maps to 0 (unrelated text of the same language) and to 1 (a paraphrase).
 COS_FLOOR = 0.25
 COS_CEIL = 0.8
-#: The factor of each explicit mismatch (a number, negation, direction).
-MISMATCH = 0.3
 #: The passages (most words in common with the claim first) whose cosine is computed.
 EMBED_TOP = 16
-#: Passages scoring (before the mismatches) within this of the best one are the page's closest statements.
+#: Passages whose closeness lies within this of the closest one are the page's closest statements ...
 ALIGN_MARGIN = 0.1
+#: ... of which at most this many are read by the model.
+READ_TOP = 4
+FEATURES = ("meaning", "words", "stated", "cover", "negation", "prefix", "numbers", "order", "swap", "entity")
+
+
+class SupportModelError(RuntimeError):
+    """The support model's weights file is missing, altered or malformed."""
+
+
+@dataclass(frozen=True)
+class SupportModel:
+    """Logistic regression weights over :data:`FEATURES` (standardised with ``mean`` and ``scale``), and the
+    cut-offs it was fitted with."""
+
+    weights: tuple[float, ...]
+    bias: float
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    supported: float
+    weak: float
+    sha256: str
+
+    def probability(self, x: dict[str, float]) -> float:
+        z = self.bias + sum(w * (x[f] - m) / s for w, f, m, s in zip(self.weights, FEATURES, self.mean, self.scale,
+                                                                     strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+
+@functools.lru_cache(maxsize=4)
+def load_model(path: str | None = None) -> SupportModel:
+    """The weights at ``path`` (default: the shipped ones), checked against the sha256 recorded for them."""
+    p = Path(path) if path else MODEL_PATH
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise SupportModelError(f"support model {p}: cannot read ({exc.strerror or exc})") from None
+    digest = hashlib.sha256(data).hexdigest()
+    recorded = _recorded(p)
+    if recorded is not None and recorded != digest:
+        raise SupportModelError(f"support model {p}: sha256 {digest[:12]}… does not match the recorded "
+                                f"{recorded[:12]}…")
+    try:
+        doc = json.loads(data)
+        model = doc["model"]
+        if tuple(model["features"]) != FEATURES:
+            raise SupportModelError(f"support model {p}: features {model['features']} are not {list(FEATURES)}")
+        return SupportModel(tuple(map(float, model["weights"])), float(model["bias"]), tuple(map(float, model["mean"])),
+                            tuple(map(float, model["scale"])), float(doc["cutoffs"]["supported"]),
+                            float(doc["cutoffs"]["weak"]), digest)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SupportModelError(f"support model {p}: malformed ({exc})") from None
+
+
+def _recorded(path: Path) -> str | None:
+    manifest = MODELS / "manifest.json"
+    if path.resolve().parent == MODELS.resolve() and manifest.is_file():
+        entry = json.loads(manifest.read_text(encoding="utf-8")).get("files", {}).get(path.name)
+        return entry.get("sha256") if isinstance(entry, dict) else None
+    side = path.with_name(path.name + ".sha256")
+    return side.read_text(encoding="utf-8").split()[0] if side.is_file() else None
+
+
+def _cutoff(name: str, default: float) -> float:
+    try:
+        model = load_model()
+    except SupportModelError:
+        return default
+    return model.supported if name == "supported" else model.weak
+
+
+#: At or above: the claim is supported by the passage (the model's probability; shipped with its weights).
+SUPPORTED = _cutoff("supported", 0.5)
+#: At or above (and below SUPPORTED): weakly supported. Below: not found there.
+WEAK = _cutoff("weak", 0.2)
+
+
+# -- text signals ---------------------------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\d])")
 _UNITS = {
@@ -70,40 +151,6 @@ _NUMBER_WORDS = re.compile(
     r"(?:\s+(?P<scale>" + "|".join(_SCALE) + r"))?\b",
     re.IGNORECASE,
 )
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|hardly|barely)\b(?!-)|n['’]t\b",
-    re.IGNORECASE,
-)
-#: Opposed pairs of words, as stems (``memory_store.text.stem``): one side of a pair in the claim and only the
-#: other side in the passage is a reversal.
-_OPPOSED: list[tuple[frozenset[str], frozenset[str]]] = []
-
-
-def _pair(up: str, down: str) -> None:
-    from memory_store.text import stem
-
-    _OPPOSED.append((frozenset(stem(w) for w in up.split()), frozenset(stem(w) for w in down.split())))
-
-
-def _opposed() -> list[tuple[frozenset[str], frozenset[str]]]:
-    if not _OPPOSED:
-        _pair("rise rose risen rising increase increased grew grow grown growth gain gained climb climbed jump "
-              "jumped surge surged soar soared up higher raise raised boost boosted",
-              "fall fell fallen falling decrease decreased decline declined drop dropped shrink shrank shrunk "
-              "loss lose plunge plunged slump slumped down lower cut reduce reduced")
-        _pair("more most greater larger largest bigger biggest above over exceed exceeded maximum highest best",
-              "less least fewer smaller smallest below under minimum lowest worst")
-        _pair("first earliest", "last latest")
-        _pair("before earlier prior", "after later")
-        _pair("win won victory", "defeat defeated lost")
-        _pair("allow allowed permit permitted legal approve approved accept accepted",
-              "ban banned forbid forbidden prohibit prohibited illegal reject rejected refuse refused deny denied")
-        _pair("open opened", "close closed shut")
-        _pair("start started begin began", "stop stopped end ended")
-        _pair("success succeeded", "failure failed")
-        _pair("true correct", "false wrong")
-        _pair("positive", "negative")
-    return _OPPOSED
 
 
 @functools.lru_cache(maxsize=1 << 15)
@@ -125,25 +172,23 @@ def numbers(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+_NOT = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|hardly|barely)\b(?!-)|n['’]t\b",
+    re.IGNORECASE,
+)
+
+
 def negated(text: str) -> bool:
     """Whether ``text`` is negated: an odd number of negations ("not", "no", "never", "n't", "without", ...;
     "not without" is not negated; "no-" in a compound such as "no-cors" is no negation)."""
-    return len(_NEGATION.findall(text)) % 2 == 1
+    return len(_NOT.findall(text)) % 2 == 1
 
 
 @functools.lru_cache(maxsize=1 << 15)
-def _terms(text: str) -> frozenset[str]:
+def _terms(text: str) -> tuple[str, ...]:
     from memory_store.text import terms
 
-    return frozenset(terms(text))
-
-
-@functools.lru_cache(maxsize=1 << 15)
-def _all_stems(text: str) -> frozenset[str]:
-    """The stems of every word of ``text``, stop words included ("more", "before", "down" are direction words)."""
-    from memory_store.text import stem, words
-
-    return frozenset(stem(w) for w in words(text))
+    return tuple(terms(text))
 
 
 @functools.lru_cache(maxsize=1 << 13)
@@ -153,28 +198,6 @@ def _sentences(text: str) -> tuple[str, ...]:
     return tuple(sentences(text)) or (text,)
 
 
-def signals(claim: str, passage: str) -> dict[str, bool]:
-    """The explicit mismatches between ``claim`` and ``passage``: ``numbers`` (a number of the claim the
-    passage lacks, or the claim's statement in the passage gives other numbers), ``negation`` (the claim is
-    negated and its statement in the passage is not, or the other way round) and ``direction`` (an opposed
-    pair). The claim's *statement* in the passage is the passage's sentence sharing the most words with it,
-    narrowed to the clauses of that sentence that share words with it (a negation in another clause of the
-    sentence, "… — and I will never be the same", says nothing about the claim)."""
-    stated = _statement(claim, passage)
-    claim_stems, near = _all_stems(claim), _all_stems(stated)
-    direction = any(
-        (claim_stems & a and near & b and not near & a) or (claim_stems & b and near & a and not near & b)
-        for a, b in _opposed()
-    )
-    claimed, said = numbers(claim), numbers(stated)
-    return {
-        # a number the passage lacks, or the claim's statement gives other numbers instead of the claim's
-        "numbers": bool(claimed - numbers(passage)) or bool(claimed - said and said - claimed),
-        "negation": negated(claim) != negated(stated),
-        "direction": bool(direction),
-    }
-
-
 # clause breaks: punctuation followed by a space (never the comma of "1,500"), brackets, quote marks, dashes
 _CLAUSE = re.compile(r"\s*(?:[,;:](?=\s)|[()\[\]“”\"—–]|\s-\s)\s*")
 
@@ -182,76 +205,146 @@ _CLAUSE = re.compile(r"\s*(?:[,;:](?=\s)|[()\[\]“”\"—–]|\s-\s)\s*")
 def _statement(claim: str, passage: str) -> str:
     """The clauses of the passage's sentence closest to ``claim`` that share a word with it (the whole sentence
     when none does on its own)."""
-    wanted = _terms(claim)
-    closest = max(_sentences(passage), key=lambda s: len(wanted & _terms(s)))
-    clauses = [c for c in _CLAUSE.split(closest) if wanted & _terms(c)]
-    return " ".join(clauses) if clauses else closest
+    wanted = set(_terms(claim))
+    closest_sentence = max(_sentences(passage), key=lambda s: len(wanted & set(_terms(s))))
+    clauses = [c for c in _CLAUSE.split(closest_sentence) if wanted & set(_terms(c))]
+    return " ".join(clauses) if clauses else closest_sentence
+
+
+def signals(claim: str, passage: str) -> dict[str, bool]:
+    """The explicit mismatches between ``claim`` and ``passage``'s statement: ``numbers`` (a number of the claim
+    the passage lacks, or other numbers stated instead) and ``negation`` (one negated, the other not)."""
+    stated = _statement(claim, passage)
+    claimed, said = numbers(claim), numbers(stated)
+    return {
+        "numbers": bool(claimed - numbers(passage)) or bool(claimed - said and said - claimed),
+        "negation": negated(claim) != negated(stated),
+    }
 
 
 def words_score(claim: str, passage: str) -> float:
     """The share of the claim's content stems and numbers that the passage holds."""
-    wanted = _terms(claim) | numbers(claim)
+    wanted = set(_terms(claim)) | numbers(claim)
     if not wanted:
         return 0.0
-    return len(wanted & (_terms(passage) | numbers(passage))) / len(wanted)
+    return len(wanted & (set(_terms(passage)) | numbers(passage))) / len(wanted)
+
+
+_PREFIX = re.compile(r"^(?:un|in|im|ir|il|non|dis)-?(?=[a-z]{3,})")
+
+
+def _prefix_pair(a: set[str], b: set[str]) -> bool:
+    """A word of one is a negative form of a word of the other (un-, in-, im-, ir-, il-, non-, dis-)."""
+    for x, y in ((a, b), (b, a)):
+        for w in x:
+            m = _PREFIX.match(w)
+            if m and w[m.end():] in y:
+                return True
+    return False
+
+
+def _order(claim_seq: list[str], statement_seq: list[str]) -> float:
+    """The share of pairs of shared tokens whose order differs between the two sequences."""
+    pos = {}
+    for i, w in enumerate(statement_seq):
+        pos.setdefault(w, i)
+    seq = [pos[w] for w in dict.fromkeys(claim_seq) if w in pos]
+    pairs = len(seq) * (len(seq) - 1) // 2
+    if pairs == 0:
+        return 0.0
+    inversions = sum(1 for i in range(len(seq)) for j in range(i + 1, len(seq)) if seq[i] > seq[j])
+    return inversions / pairs
+
+
+_CAPITAL = re.compile(r"\b[A-Z][a-zA-Z]+\b")
+
+
+def _names(text: str) -> set[str]:
+    """Capitalised words not opening a sentence, and numbers: the names and figures a text states."""
+    out = set(numbers(text))
+    for m in _CAPITAL.finditer(text):
+        before = text[:m.start()].rstrip()
+        if before and before[-1] not in ".!?:\"“":
+            out.add(m.group(0).lower())
+    return out
+
+
+def _tokens(text: str) -> list[str]:
+    from memory_store.text import stem, words
+
+    return [stem(w) for w in words(text)]
+
+
+def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[str, float]:
+    """The model's features for ``claim`` against ``passage`` (``meaning``: the mapped cosine already computed)."""
+    statement = _statement(claim, passage)
+    c_terms, s_terms = set(_terms(claim)) | numbers(claim), set(_terms(statement)) | numbers(statement)
+    sig = signals(claim, passage)
+    missing, extra = sorted(c_terms - s_terms), sorted(s_terms - c_terms)
+    swap = 0.0
+    if missing and extra and embedder is not None:
+        vecs = _embed(embedder, [*missing, *extra])
+        swap = float((vecs[: len(missing)] @ vecs[len(missing):].T).max())
+    names_c, names_p, names_s = _names(claim), _names(passage), _names(statement)
+    return {
+        "meaning": meaning,
+        "words": words_score(claim, passage),
+        "stated": len(c_terms & s_terms) / len(c_terms) if c_terms else 0.0,
+        "cover": len(c_terms & s_terms) / len(s_terms) if s_terms else 0.0,
+        "negation": float(sig["negation"]),
+        "prefix": float(_prefix_pair(set(_tokens(claim)), set(_tokens(statement)))),
+        "numbers": float(sig["numbers"]),
+        "order": _order([t for t in _tokens(claim) if t in s_terms], [t for t in _tokens(statement) if t in c_terms]),
+        "swap": max(0.0, swap),
+        "entity": float(bool(names_c - names_p) and bool(names_s - names_c)),
+    }
 
 
 @dataclass
-class ScoreParts:
-    """The parts of one passage's score: ``meaning`` (the mapped cosine), ``words`` and the mismatches."""
+class Candidate:
+    """A passage and what the model read of it."""
 
-    meaning: float
-    words: float
-    mismatches: dict[str, bool]
-
-    @property
-    def score(self) -> float:
-        value = (self.meaning + self.words) / 2
-        for mismatch in self.mismatches.values():
-            if mismatch:
-                value *= MISMATCH
-        return round(value, 4)
+    passage: str
+    closeness: float
+    features: dict[str, float] | None = None
+    probability: float = 0.0
 
 
-def score_parts(claim: str, passages: list[str], embedder: Any) -> list[ScoreParts]:
-    """The parts of :func:`support_scores` for each passage (the benchmark compares them one by one). The
-    cosine is computed for the ``EMBED_TOP`` passages that hold the most of the claim's words; the others
-    (meaning 0) score at most half, below any passage that shares words and meaning with the claim."""
-    if not passages:
+def closest(claim: str, passages_: list[str], embedder: Any, *, score: bool = True) -> list[Candidate]:
+    """Every passage with its closeness; the page's closest statements (module docstring) with their features
+    and (``score``) the model's probability."""
+    if not passages_:
         return []
-    words = [words_score(claim, p) for p in passages]
-    top = sorted(range(len(passages)), key=lambda i: -words[i])[:EMBED_TOP]
-    vectors = _embed(embedder, [claim, *(passages[i] for i in top)])
-    meaning = [0.0] * len(passages)
+    words = [words_score(claim, p) for p in passages_]
+    top = sorted(range(len(passages_)), key=lambda i: -words[i])[:EMBED_TOP]
+    vectors = _embed(embedder, [claim, *(passages_[i] for i in top)])
+    meaning = [0.0] * len(passages_)
     for i, cos in zip(top, vectors[1:] @ vectors[0], strict=True):
         meaning[i] = min(1.0, max(0.0, (float(cos) - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
-    return [ScoreParts(meaning[i], words[i], signals(claim, passages[i])) for i in range(len(passages))]
+    out = [Candidate(p, (meaning[i] + words[i]) / 2) for i, p in enumerate(passages_)]
+    best = max(c.closeness for c in out)
+    near = sorted((i for i, c in enumerate(out) if c.closeness >= best - ALIGN_MARGIN),
+                  key=lambda i: -out[i].closeness)[:READ_TOP]
+    model = load_model() if score else None
+    for i in near:
+        out[i].features = features(claim, out[i].passage, meaning[i], embedder)
+        out[i].probability = model.probability(out[i].features) if model is not None else 0.0
+    return out
 
 
-def support_scores(claim: str, passages: list[str], embedder: Any) -> list[float]:
-    """How well each passage supports ``claim``, in 0..1 (see the module docstring; ``SUPPORTED`` and
-    ``WEAK`` are the cut-offs). ``embedder`` has ``embed_documents(texts)`` returning L2-normalised vectors."""
-    return aligned_scores(score_parts(claim, passages, embedder))
-
-
-def aligned_scores(parts: list[ScoreParts]) -> list[float]:
-    """The scores of ``parts``, where a passage much less like the claim than the closest ones (its score
-    before the mismatches more than ``ALIGN_MARGIN`` below the best) supports it no more than they do: when
-    the page's closest statements contradict a claim, a loosely related passage elsewhere cannot support it."""
-    if not parts:
-        return []
-    before = [(p.meaning + p.words) / 2 for p in parts]
-    floor = max(before) - ALIGN_MARGIN
-    cap = max(p.score for p, b in zip(parts, before, strict=True) if b >= floor)
-    return [p.score if b >= floor else min(p.score, cap) for p, b in zip(parts, before, strict=True)]
+def support_scores(claim: str, passages_: list[str], embedder: Any) -> list[float]:
+    """How well each passage supports ``claim``, in 0..1: the model's probability for the page's closest
+    statements, and for every other passage no more than theirs (0). ``embedder`` has
+    ``embed_documents(texts)`` returning L2-normalised vectors."""
+    return [c.probability for c in closest(claim, passages_, embedder)]
 
 
 _CACHE: dict[tuple[int, str], Any] = {}
-_CACHE_MAX = 20_000
+_CACHE_MAX = 40_000
 
 
 def _embed(embedder: Any, texts: list[str]) -> Any:
-    """Embeddings of ``texts``, each passage embedded once per embedder (claims citing one page share them)."""
+    """Embeddings of ``texts``, each text embedded once per embedder (claims citing one page share them)."""
     import numpy as np
 
     key = id(embedder)
