@@ -1,7 +1,7 @@
 """Fit brt check's support model (``orchestrator/audit/models/support.json``): a logistic regression over the
 features of ``orchestrator/audit/support.py`` that tells a page's statement from its reversal.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/fit_support.py --eval-dir ../shared/eval [--per-page 8] [--seed 42] \\
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/fit_support.py --eval-dir ../shared/eval [--per-page 5] [--seed 42] \\
         [--out orchestrator/audit/models/support.json]
 
 Data recipe (nothing is copied into the repository; the pages are read from ``--eval-dir``):
@@ -17,11 +17,11 @@ Data recipe (nothing is copied into the repository; the pages are read from ``--
 - features: ``support.closest`` on the page's passages, the closest statement's ``support.features`` (the
   bundled embedding model).
 
-Fitting: standardised features, ``sklearn`` logistic regression, C chosen by 5-fold cross-validation grouped by
-page (log loss); the out-of-fold probabilities give the reported figures and the cut-offs: ``weak`` is the
-highest value that keeps at least 99% of out-of-fold faithful claims at or above it (false alarms at most 1%),
-``supported`` the value that 90% of them reach. The file records the seed, C, the recipe, the counts and the
-cross-validated figures; ``models/manifest.json`` its sha256 (checked on load).
+Fitting: standardised features, ``sklearn`` logistic regression (classes balanced), C chosen by 5-fold cross-
+validation grouped by page (log loss); the out-of-fold probabilities give the reported figures and the cut-offs:
+``weak`` is the highest value that keeps at least 99% of out-of-fold faithful claims at or above it (false alarms
+at most 1%), ``supported`` the value that 90% of them reach. The file records the seed, C, the recipe, the counts
+and the cross-validated figures; ``models/manifest.json`` its sha256 (checked on load).
 """
 
 from __future__ import annotations
@@ -136,14 +136,15 @@ def fit(x: list[list[float]], y: list[int], groups: list[str], seed: int) -> dic
     for c in (0.01, 0.1, 1.0, 10.0, 100.0):
         oof = np.zeros(len(ya))
         for train, test in folds:
-            model = LogisticRegression(C=c, max_iter=2000, random_state=seed).fit(xs[train], ya[train])
+            model = LogisticRegression(C=c, max_iter=2000, class_weight="balanced",
+                                       random_state=seed).fit(xs[train], ya[train])
             oof[test] = model.predict_proba(xs[test])[:, 1]
         loss = log_loss(ya, oof)
         if best is None or loss < best[0]:
             best = (loss, c, oof)
     assert best is not None
     loss, c, oof = best
-    final = LogisticRegression(C=c, max_iter=2000, random_state=seed).fit(xs, ya)
+    final = LogisticRegression(C=c, max_iter=2000, class_weight="balanced", random_state=seed).fit(xs, ya)
     return {"C": c, "cv_log_loss": round(float(loss), 4), "cv_auroc": round(float(roc_auc_score(ya, oof)), 4),
             "oof": oof.tolist(), "weights": final.coef_[0].tolist(), "bias": float(final.intercept_[0]),
             "mean": mean.tolist(), "scale": scale.tolist()}
@@ -159,9 +160,10 @@ def cutoffs(oof: list[float], y: list[int]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--eval-dir", default=str(REPO_ROOT.parent / "shared" / "eval"))
-    ap.add_argument("--per-page", type=int, default=8)
+    ap.add_argument("--per-page", type=int, default=5)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--pages", type=int, default=0, help="only this many pages (a quick trial; 0: all)")
+    ap.add_argument("--dump", default=None, help="also write the claims and their features here (JSON)")
     ap.add_argument("--out", default=str(REPO_ROOT / "orchestrator" / "audit" / "models" / "support.json"))
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -171,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     pages = pages[: args.pages] if args.pages else pages
     claims = claims_of(pages, args.per_page, rng)
     x = featurize(claims, {pid: text for _, pid, text in pages})
+    if args.dump:
+        Path(args.dump).write_text(json.dumps({"claims": claims, "x": x}))
     y = [c["label"] for c in claims]
     fitted = fit(x, y, [c["group"] for c in claims], args.seed)
     cut = cutoffs(fitted["oof"], y)

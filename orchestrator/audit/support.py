@@ -15,13 +15,15 @@ The model reads, between the claim and a passage's *statement* (its sentence sha
 claim, narrowed to the clauses of that sentence that share words with it), :data:`FEATURES`:
 
 - ``meaning``, ``words`` (above); ``stated``: the share of the claim's stems and numbers in the statement;
-  ``cover``: the share of the statement's stems the claim holds;
+  ``cover``: the share of the statement's stems the claim holds; ``novel``: the share of the claim's words (stop
+  words included, but articles, "be" and a few prepositions) that the statement lacks;
 - ``negation``: one of the two is negated and the other is not (an odd number of "not", "no", "never", "n't",
   "without"...; closed-class words, not a list of opposites); ``prefix``: a word of one is a negative form of a
   word of the other ("unsafe" / "safe", "non-profit" / "profit");
 - ``numbers``: a number the claim states that the passage does not, or the statement gives other numbers;
-- ``order``: the share of pairs of shared words (and numbers) whose order differs (swapped roles: "lab data as
-  the verdict, field data as the microscope" against the opposite);
+- ``order``: 1 - the longest common subsequence of the shared words over the claim's shared words: how far they
+  stand in another order (swapped roles: "lab data as the verdict, field data as the microscope" against the
+  opposite; two numbers swapped);
 - ``swap``: for the claim's words the statement lacks, the highest cosine (word embeddings) to a word of the
   statement the claim lacks: a near word put in another's place (an antonym, another entity, another
   weekday) rather than a word added;
@@ -60,7 +62,8 @@ EMBED_TOP = 16
 ALIGN_MARGIN = 0.1
 #: ... of which at most this many are read by the model.
 READ_TOP = 4
-FEATURES = ("meaning", "words", "stated", "cover", "negation", "prefix", "numbers", "order", "swap", "entity")
+FEATURES = ("meaning", "words", "stated", "cover", "novel", "negation", "prefix", "numbers", "order", "swap",
+            "entity")
 
 
 class SupportModelError(RuntimeError):
@@ -244,16 +247,27 @@ def _prefix_pair(a: set[str], b: set[str]) -> bool:
 
 
 def _order(claim_seq: list[str], statement_seq: list[str]) -> float:
-    """The share of pairs of shared tokens whose order differs between the two sequences."""
-    pos = {}
-    for i, w in enumerate(statement_seq):
-        pos.setdefault(w, i)
-    seq = [pos[w] for w in dict.fromkeys(claim_seq) if w in pos]
-    pairs = len(seq) * (len(seq) - 1) // 2
-    if pairs == 0:
+    """How far the shared words stand in another order: 1 - the longest common subsequence of the two
+    sequences (over the words they share) / the shared words of the claim. 0 when the claim's shared words come
+    in the statement's order (a restatement that only leaves words out)."""
+    shared = set(claim_seq) & set(statement_seq)
+    a = [w for w in claim_seq if w in shared][:80]
+    b = [w for w in statement_seq if w in shared][:120]
+    if len(a) < 2:
         return 0.0
-    inversions = sum(1 for i in range(len(seq)) for j in range(i + 1, len(seq)) if seq[i] > seq[j])
-    return inversions / pairs
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return 1.0 - prev[-1] / len(a)
+
+
+#: Words whose presence says nothing about what a claim states (articles, "be", a few prepositions): a word of
+#: the claim that is not on the page counts as new unless it is one of these. (Opposites are never here.)
+_FUNCTION = frozenset("a an the of to and is are was were be been being it its that this these those as by "
+                      "for with at on in from which who".split())
 
 
 _CAPITAL = re.compile(r"\b[A-Z][a-zA-Z]+\b")
@@ -280,21 +294,25 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
     statement = _statement(claim, passage)
     c_terms, s_terms = set(_terms(claim)) | numbers(claim), set(_terms(statement)) | numbers(statement)
     sig = signals(claim, passage)
-    missing, extra = sorted(c_terms - s_terms), sorted(s_terms - c_terms)
+    c_tokens, s_tokens = _tokens(claim), _tokens(statement)
+    c_set, s_set = set(c_tokens) - _FUNCTION, set(s_tokens) - _FUNCTION
+    missing, extra = sorted(c_set - s_set), sorted(s_set - c_set)  # every word, "more" and "last" included
     swap = 0.0
     if missing and extra and embedder is not None:
-        vecs = _embed(embedder, [*missing, *extra])
-        swap = float((vecs[: len(missing)] @ vecs[len(missing):].T).max())
+        vecs = _embed(embedder, [*missing[:12], *extra[:24]])
+        k = len(missing[:12])
+        swap = float((vecs[:k] @ vecs[k:].T).max())
     names_c, names_p, names_s = _names(claim), _names(passage), _names(statement)
     return {
         "meaning": meaning,
         "words": words_score(claim, passage),
         "stated": len(c_terms & s_terms) / len(c_terms) if c_terms else 0.0,
         "cover": len(c_terms & s_terms) / len(s_terms) if s_terms else 0.0,
+        "novel": len(missing) / len(c_set) if c_set else 0.0,
         "negation": float(sig["negation"]),
-        "prefix": float(_prefix_pair(set(_tokens(claim)), set(_tokens(statement)))),
+        "prefix": float(_prefix_pair(set(c_tokens), set(s_tokens))),
         "numbers": float(sig["numbers"]),
-        "order": _order([t for t in _tokens(claim) if t in s_terms], [t for t in _tokens(statement) if t in c_terms]),
+        "order": _order(c_tokens, s_tokens),
         "swap": max(0.0, swap),
         "entity": float(bool(names_c - names_p) and bool(names_s - names_c)),
     }

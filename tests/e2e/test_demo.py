@@ -61,3 +61,41 @@ def test_run_demo_end_to_end(demo_run):
 def test_the_demo_reports_a_gap_for_the_question_the_site_never_answers(demo_run):
     output, _, _ = demo_run
     assert "[HTTP3 Gap]" in output
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.model
+def test_the_demo_outputs_pass_their_own_check(demo_run):
+    """Issue 42: every output brt writes of the demo (the synthesis's Markdown and JSON, `brt report`'s Markdown
+    and HTML) passes `brt check` against the demo's snapshot (verified first, HAR included), every line type
+    brt writes read as what it claims: header, evidence with "also at", Agreement, acceptance verdicts."""
+    import json
+
+    from click.testing import CliRunner
+
+    from orchestrator.cli import cli
+
+    _, tmp_path, home = demo_run
+    (snapshot,) = (home / "snapshots").glob("demo_cwv-*.jsonl")
+    outputs = [tmp_path / "out" / "demo_cwv.md", tmp_path / "out" / "demo_cwv.json"]
+    runner = CliRunner()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BRT_HOME", str(home))
+        for fmt in ("md", "html"):
+            out = tmp_path / f"demo-report.{fmt}"
+            assert runner.invoke(cli, ["report", str(snapshot), "--format", fmt, "--out", str(out)]).exit_code == 0
+            outputs.append(out)
+        for path in outputs:
+            r = runner.invoke(cli, ["check", str(path), "--snapshot", str(snapshot), "--json"])
+            doc = json.loads(r.stdout)
+            failing = [(c["line"], c["kind"], c["text"][:80], [p["message"] for p in c["problems"]])
+                       for c in doc["claims"] if not c["ok"]]
+            assert r.exit_code == 0 and doc["ok"], (path.name, failing)
+            kinds = {c["kind"] for c in doc["claims"]}
+            assert {"evidence line", "acceptance"} <= kinds, (path.name, kinds)
+            assert doc["verified"].startswith("OK ") and doc["checked_against"] == "snapshot"
+            if path.suffix == ".md" and path.name == "demo_cwv.md":
+                assert {"header", "agreement"} <= kinds
+                also = [x for c in doc["claims"] for x in c["citations"] if x["text"].startswith("; also at")]
+                assert also and all(x["resolved"] for x in also)
