@@ -227,6 +227,7 @@ class _Ctx:
     cited_urls: set[str] = field(default_factory=set)
     gaps: int = 0
     skipped: int = 0
+    conflict_line: int = -10  # the last [X Conflict] line: the quotes listed under it are its sides
 
 
 def parse_report(text: str) -> ParsedReport:
@@ -359,7 +360,11 @@ def _block_claims(block: Block, ctx: _Ctx) -> list[ReportClaim]:
     if own is True:
         return []
     if isinstance(own, ReportClaim):
+        if own.kind == "conflict":
+            ctx.conflict_line = own.line
         return [own]
+    if block.kind == "item" and block.line <= ctx.conflict_line + 3 and _only_a_quote(flat):
+        return []  # '  - "quote"': a side of the conflict above, shown without its block
     if block.kind == "paragraph" and any(_defines(flat, a) is not None for a, _ in _line_spans(flat)):
         spans = _line_spans(flat)  # "[1] https://…" lines: each a listing
     elif block.kind in ("item", "row") or _listing(flat, block.heading):
@@ -369,6 +374,11 @@ def _block_claims(block: Block, ctx: _Ctx) -> list[ReportClaim]:
 
         spans = _merge_quotes(flat.text, sentence_spans(flat.text), find_quotes(flat.text))
     return _span_claims(block, flat, spans, ctx)
+
+
+def _only_a_quote(flat: Flat) -> bool:
+    spans = find_quotes(flat.text)
+    return len(spans) == 1 and not flat.text[:spans[0][0]].strip() and not flat.text[spans[0][1]:].strip(" .")
 
 
 def _tagged(flat: Flat, a: int) -> bool:

@@ -201,17 +201,63 @@ def _sentences(text: str) -> tuple[str, ...]:
     return tuple(sentences(text)) or (text,)
 
 
-# clause breaks: punctuation followed by a space (never the comma of "1,500"), brackets, quote marks, dashes
-_CLAUSE = re.compile(r"\s*(?:[,;:](?=\s)|[()\[\]“”\"—–]|\s-\s)\s*")
+_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _anchors(text: str) -> tuple[tuple[str, int, int, bool], ...]:
+    """The words of ``text``: (stem, start, end, anchor), an anchor being a content word, a number or a negation
+    (the words an alignment holds on to)."""
+    from memory_store.text import STOP_WORDS, stem
+
+    out = []
+    for m in _TOKEN.finditer(text):
+        w = m.group(0).lower()
+        anchor = w not in STOP_WORDS or w[:1].isdigit() or bool(_NOT.fullmatch(w)) or w.endswith(("n't", "n’t"))
+        out.append((stem(w) if w.isalpha() else w, m.start(), m.end(), anchor))
+    return tuple(out)
+
+
+def _aligned(claim: str, sentence: str) -> tuple[int, int, int]:
+    """The claim's anchors aligned in order with the sentence's (longest common subsequence): how many, and the
+    sentence's words they span, widened by the claim's words before its first and after its last aligned anchor."""
+    c, s = _anchors(claim), _anchors(sentence)
+    ca = [i for i, t in enumerate(c) if t[3]][:80]
+    sa = [j for j, t in enumerate(s) if t[3]][:160]
+    if not ca or not sa:
+        return 0, 0, len(s)
+    table = [[0] * (len(sa) + 1) for _ in range(len(ca) + 1)]
+    for x in range(len(ca) - 1, -1, -1):
+        for y in range(len(sa) - 1, -1, -1):
+            table[x][y] = (table[x + 1][y + 1] + 1 if c[ca[x]][0] == s[sa[y]][0]
+                           else max(table[x + 1][y], table[x][y + 1]))
+    pairs, x, y = [], 0, 0
+    while x < len(ca) and y < len(sa):
+        if c[ca[x]][0] == s[sa[y]][0] and table[x][y] == table[x + 1][y + 1] + 1:
+            pairs.append((ca[x], sa[y]))
+            x, y = x + 1, y + 1
+        elif table[x + 1][y] >= table[x][y + 1]:
+            x += 1
+        else:
+            y += 1
+    if not pairs:
+        return 0, 0, len(s)
+    (c0, s0), (c1, s1) = pairs[0], pairs[-1]
+    return len(pairs), max(0, s0 - c0), min(len(s), s1 + (len(c) - c1))
 
 
 def _statement(claim: str, passage: str) -> str:
-    """The clauses of the passage's sentence closest to ``claim`` that share a word with it (the whole sentence
-    when none does on its own)."""
-    wanted = set(_terms(claim))
-    closest_sentence = max(_sentences(passage), key=lambda s: len(wanted & set(_terms(s))))
-    clauses = [c for c in _CLAUSE.split(closest_sentence) if wanted & set(_terms(c))]
-    return " ".join(clauses) if clauses else closest_sentence
+    """What the passage says where it says the claim: the passage's sentence whose words align best with the
+    claim's (in order), cut to the words the alignment spans (widened by the claim's words before and after it),
+    so a negation in another clause ("… — and I will never be the same") says nothing about the claim."""
+    best, best_n = passage, -1
+    for sentence in _sentences(passage):
+        n, a, b = _aligned(claim, sentence)
+        if n > best_n:
+            words = _anchors(sentence)
+            best_n = n
+            best = sentence[words[a][1]:words[b - 1][2]] if words and b > a else sentence
+    return best
 
 
 def signals(claim: str, passage: str) -> dict[str, bool]:
@@ -236,12 +282,16 @@ def words_score(claim: str, passage: str) -> float:
 _PREFIX = re.compile(r"^(?:un|in|im|ir|il|non|dis)-?(?=[a-z]{3,})")
 
 
-def _prefix_pair(a: set[str], b: set[str]) -> bool:
-    """A word of one is a negative form of a word of the other (un-, in-, im-, ir-, il-, non-, dis-)."""
-    for x, y in ((a, b), (b, a)):
+def _prefix_pair(a: str, b: str) -> bool:
+    """A word of one text is a negative form of a word of the other (un-, in-, im-, ir-, il-, non-, dis-)."""
+    from memory_store.text import stem, words
+
+    wa, wb = set(words(a)), set(words(b))
+    for x, y in ((wa, wb), (wb, wa)):
+        stems = {stem(w) for w in y}
         for w in x:
             m = _PREFIX.match(w)
-            if m and w[m.end():] in y:
+            if m and (w[m.end():] in y or stem(w[m.end():]) in stems):
                 return True
     return False
 
@@ -310,7 +360,7 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
         "cover": len(c_terms & s_terms) / len(s_terms) if s_terms else 0.0,
         "novel": len(missing) / len(c_set) if c_set else 0.0,
         "negation": float(sig["negation"]),
-        "prefix": float(_prefix_pair(set(c_tokens), set(s_tokens))),
+        "prefix": float(_prefix_pair(claim, statement)),
         "numbers": float(sig["numbers"]),
         "order": _order(c_tokens, s_tokens),
         "swap": max(0.0, swap),

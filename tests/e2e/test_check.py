@@ -237,8 +237,8 @@ SEEDED: dict[str, tuple[str, Callable[[Research], str], str, str]] = {
                             f'— {r.url("prices.html").split("://")[1]} (last updated: {PRICES_DATE}).',
         "not found there", "not_found"),
     "reversed: an antonym": (
-        "paraphrase", lambda r: r.lines["paraphrase"].replace("every two hours", "every two minutes").replace(
-            "takes 45 minutes", "takes 45 minutes"), "not found there", "not_found"),
+        "paraphrase", lambda r: r.lines["paraphrase"].replace("south quay", "north quay"), "not found there",
+        "not_found"),
     "an elision that drops a negation": (
         "quote", lambda r: f'The prices page says "The harbour office is … open on Sundays" ({r.url("prices.html")}, '
                            f"last updated: {PRICES_DATE}).", "quote not verbatim", "elision_changes_quote"),

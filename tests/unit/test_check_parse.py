@@ -219,8 +219,6 @@ def test_numbers() -> None:
     [
         ("The lamp was converted to electricity in 1935.", "numbers"),
         ("The lamp was not converted to electricity in 1953.", "negation"),
-        ("Ticket prices fell in 1953.", "direction"),
-        ("More boats left after the storm.", "direction"),
     ],
 )
 def test_signals_of_a_reversed_claim(claim: str, kind: str) -> None:
@@ -269,3 +267,39 @@ def test_a_semicolon_does_not_end_a_claim() -> None:
                               "diagonal entries are real numbers.")
     assert first.text.startswith("Only the diagonal") and [c.url for c in first.citations] == ["https://x.test/h"]
     assert second.text.startswith("The diagonal") and not second.citations
+
+
+PASSAGE = ("The harbour office is not open on Sundays, and the slipway is closed during storms. Treat field data "
+           "as the verdict and lab data as the microscope. Ticket prices rose from 10 to 12 euros in 2023 at "
+           "Portsmouth.")
+
+
+@pytest.mark.parametrize(
+    ("claim", "feature"),
+    [
+        ("The harbour office is open on Sundays.", "negation"),
+        ("Treat lab data as the verdict and field data as the microscope.", "order"),
+        ("Ticket prices rose from 12 to 10 euros in 2023.", "order"),
+        ("Ticket prices rose from 10 to 14 euros in 2023.", "numbers"),
+        ("Ticket prices rose from 10 to 12 euros in 2023 at Southampton.", "entity"),
+        ("Ticket prices fell from 10 to 12 euros in 2023.", "novel"),
+        ("The slipway is unclosed during storms.", "prefix"),
+    ],
+)
+def test_support_features_see_each_kind_of_reversal(claim: str, feature: str) -> None:
+    from orchestrator.audit.support import features
+
+    faithful = features("The slipway is closed during storms.", PASSAGE, 1.0, None)
+    assert all(faithful[k] == 0 for k in ("negation", "order", "numbers", "entity", "novel", "prefix")), faithful
+    reversed_ = features(claim, PASSAGE, 1.0, None)
+    assert reversed_[feature] > 0, reversed_
+
+
+def test_the_statement_is_where_the_passage_says_the_claim() -> None:
+    """A negation in another clause of the sentence says nothing about the claim; one inside its span does."""
+    from orchestrator.audit.support import signals
+
+    assert not signals("The slipway is closed during storms.", PASSAGE)["negation"]
+    assert signals("The harbour office is open on Sundays.", PASSAGE)["negation"]
+    assert not signals("I did not fall out of love with acting, she said.",
+                       "I did not fall out of love with acting, she said, and I never will.")["negation"]
