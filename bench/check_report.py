@@ -156,6 +156,7 @@ class Item:
     url2: str | None = None  # a pair's second source
     date2: str | None = None
     text2: str | None = None
+    title2: str = "source"
     cited: bool = True
     mutation: str | None = None
     lower: bool = False  # a quote whose first letter is lower-cased
@@ -189,6 +190,7 @@ def clean_items(synthesis: dict, titles: dict[str, str]) -> list[Item]:
                           text2=b.text[:1].lower() + b.text[1:]))
     for i, it in enumerate(items):
         it.title = titles.get(it.url or "", "source")
+        it.title2 = titles.get(it.url2 or "", "source")
         it.written_date = i % 3 == 2
     return items
 
@@ -221,11 +223,11 @@ def _q(it: Item) -> str:
 
 
 def _cite(style: str, it: Item, refs: _Refs, second: bool = False) -> str:
-    url, date = (it.url2, it.date2) if second else (it.url, it.date)
+    url, date, title = (it.url2, it.date2, it.title2) if second else (it.url, it.date, it.title)
     date = _date(date, it.written_date)
     if style == "inline":
-        return f"([{it.title}]({url}), last updated: {date})"
-    n = refs.n(url or "", date, it.title)
+        return f"([{title}]({url}), last updated: {date})"
+    n = refs.n(url or "", date, title)
     return f"[^{n}]" if style == "footnotes" else f"[{n}]"
 
 

@@ -1,25 +1,27 @@
-"""``brt check REPORT.md --charter C | --snapshot S``: check the report a person or an agent wrote against the
-evidence the charter harvested (its store, or its snapshot after ``/clean``), offline.
+"""``brt check REPORT --charter C | --snapshot S``: check the report a person, an agent or brt wrote (Markdown, or
+brt's JSON or HTML: ``report_text``) against the evidence the charter harvested (its store, or its snapshot after
+``/clean``), offline. The evidence is verified first (``evidence_source``: the snapshot with ``brt verify``, the
+store with its check) and refused when it fails.
 
-For each claim of the report (``claims.py``: evidence-block lines, sentences, bullets, quoting footnotes):
+For each claim of the report (``claims.py``):
 
-- **citations resolve**: every cited URL is on the charter's allowlist and is a stored page (``url_key``:
-  scheme, trailing ``/`` and percent-encoding aside); an ``[Label Evidence #n]`` reference is an evidence line
-  of the report or a block of the charter's recorded synthesis; a ``[^id]`` has its definition. The date
-  given for a citation is the page's last-updated date (``unknown`` for a page without one); a citation
-  without a date is noted (it lowers ``citation_rate``) but does not fail the check;
-- **quotes are verbatim**: each quote of three words or more that the claim attributes is a span of a stored
-  chunk (or of the stored text) of a page it cites: whitespace collapsed, typographic quote marks and
-  apostrophes folded to ASCII, an elision marked only with ``…`` (``...`` is three full stops);
+- **citations resolve**: every cited or listed URL, read by ``evidence_source.web_url`` (http(s) only, as a
+  browser parses it), is on the charter's allowlist and is a stored page; an ``[Label Evidence #n]`` reference
+  is an evidence line of the report or a block of the recorded synthesis; a ``[^id]`` or ``[n]`` has its
+  definition. The date given for a citation is the page's last-updated date (``unknown`` for a page without
+  one); a citation without a date is noted (it lowers ``citation_rate``) but does not fail the check;
+- **quotes are verbatim** (``quotes.match_quote``): every quote the claim attributes, of any length, is on a page
+  it cites, after the normalisations a person accepts; an elision is checked fragment by fragment;
 - **claims are cited**: a claim with no citation fails unless it is marked as unsupported;
-- **support**: a claim that cites but does not quote is scored against the cited pages' passages by
-  ``support.support_scores``: supported, weakly supported or not found there. A claim that quotes and says
-  more (``SAYS_MORE_WORDS`` content words outside its quotes) is scored too, and fails when not found there.
+- **support**: a claim that cites but does not quote is judged by the fitted support model (``support.py``) against
+  the cited pages' passages: supported, weakly supported or not found there. A claim that quotes and says more
+  (``SAYS_MORE_WORDS`` content words outside its quotes) is judged too, and fails when not found there;
+- **brt's own lines** as what they state: the header's charter, an Agreement's sources and value, a Conflict's
+  two values, an acceptance verdict as recorded.
 
 Verdict of a claim, worst first: ``citation unresolved``, ``quote not verbatim``, ``wrong date``, ``uncited``,
-``not found there``, ``weakly supported``, then ``quoted`` / ``supported`` / ``marked unsupported``. The report
-passes (``ok``, exit 0) when no claim has a failing problem: every quote verbatim, every citation resolved with
-the right date, every claim cited or marked, no cited claim absent from its source.
+``not found there``, ``weakly supported``, then ``quoted`` / ``supported`` / ``listed`` / ``as recorded`` /
+``marked unsupported``. The report passes (``ok``, exit 0) when no claim has a failing problem.
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ stems and numbers the passage holds. The passages within ``ALIGN_MARGIN`` of the
 ``READ_TOP`` of them) are read by the model; the others support the claim no more than those do, so a loosely
 related passage elsewhere on the page cannot outweigh the sentence that says the opposite.
 
-The model reads, between the claim and a passage's *statement* (its sentence sharing the most words with the
-claim, narrowed to the clauses of that sentence that share words with it), :data:`FEATURES`:
+The model reads, between the claim and a passage's *statement* (the part of the passage's sentence whose words
+align best with the claim's, in order, that the claim's words span), :data:`FEATURES`:
 
-- ``meaning``, ``words`` (above); ``stated``: the share of the claim's stems and numbers in the statement;
+- ``words`` (above); ``stated``: the share of the claim's stems and numbers in the statement;
   ``cover``: the share of the statement's stems the claim holds; ``novel``: the share of the claim's words (stop
   words included, but articles, "be" and a few prepositions) that the statement lacks;
 - ``negation``: one of the two is negated and the other is not (an odd number of "not", "no", "never", "n't",
@@ -62,8 +62,7 @@ EMBED_TOP = 16
 ALIGN_MARGIN = 0.1
 #: ... of which at most this many are read by the model.
 READ_TOP = 4
-FEATURES = ("meaning", "words", "stated", "cover", "novel", "negation", "prefix", "numbers", "order", "swap",
-            "entity")
+FEATURES = ("words", "stated", "cover", "novel", "negation", "prefix", "numbers", "order", "swap", "entity")
 
 
 class SupportModelError(RuntimeError):
@@ -340,7 +339,9 @@ def _tokens(text: str) -> list[str]:
 
 
 def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[str, float]:
-    """The model's features for ``claim`` against ``passage`` (``meaning``: the mapped cosine already computed)."""
+    """The model's features for ``claim`` against ``passage``. ``meaning`` (the mapped cosine, which chooses the
+    closest statements) is not one: fitted with it, its weight came out negative (every reversal is as close
+    in meaning as the statement it reverses), so it was left out."""
     statement = _statement(claim, passage)
     c_terms, s_terms = set(_terms(claim)) | numbers(claim), set(_terms(statement)) | numbers(statement)
     sig = signals(claim, passage)
@@ -354,7 +355,6 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
         swap = float((vecs[:k] @ vecs[k:].T).max())
     names_c, names_p, names_s = _names(claim), _names(passage), _names(statement)
     return {
-        "meaning": meaning,
         "words": words_score(claim, passage),
         "stated": len(c_terms & s_terms) / len(c_terms) if c_terms else 0.0,
         "cover": len(c_terms & s_terms) / len(s_terms) if s_terms else 0.0,
