@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,8 +56,9 @@ __all__ = [
 
 #: The largest report brt checks (a report far larger is no report; parsing is linear, support scoring is not free).
 MAX_REPORT_BYTES = 2_000_000
-#: The most claims one check reads (a longer report is refused: split it).
-MAX_CLAIMS = 5_000
+#: The most claims one check reads (a longer report is refused: split it). It bounds the time a check takes, and
+#: so how soon the MCP ``check_report`` answers, whatever the report holds.
+MAX_CLAIMS = 1_000
 #: Problems that fail the check (exit 1). ``no_date`` is only noted.
 FAILING = frozenset({"quote_not_verbatim", "quote_elsewhere", "elision_changes_quote", "wrong_date",
                      "off_allowlist", "not_harvested", "not_a_web_url", "unknown_reference", "missing_footnote",
@@ -368,7 +369,17 @@ def _closest(quote: str, pages: list[SourcePage], source: EvidenceSource) -> str
 
 def _support(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource) -> tuple[str, Evidence]:
     """The support model's verdict on a claim against the passages of the pages it cites (``support.py``),
-    with the bundled embedding model the model was fitted with, whatever model the store uses."""
+    with the bundled embedding model the model was fitted with, whatever model the store uses; a claim said
+    twice against the same pages is judged once."""
+    key = (claim.plain, tuple(p.url for p in pages))
+    cache = source.__dict__.setdefault("_support_cache", {})
+    if key not in cache:
+        cache[key] = _judge(claim, pages, source)
+    verdict, evidence = cache[key]
+    return verdict, replace(evidence)
+
+
+def _judge(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource) -> tuple[str, Evidence]:
     from memory_store.embeddings import get_embedder
 
     from .support import SUPPORTED, WEAK, closest, passages
