@@ -18,7 +18,8 @@ report``'s Markdown and HTML), and four reports an agent would write, one per st
 **numbered** references with a References list, **footnotes**, and a **table** of claims with a Sources list of
 bare links. Each agent report opens with a framing sentence, quotes the first block of each answered section
 (every other quote with its first letter lower-cased, dates every third citation written "18 March 2025"),
-restates the first sentence of its first two blocks as claims (no paraphrasing model is available offline),
+restates the first sentence of its first two blocks as claims (every third with a phrase moved, "…, in 2023." as
+"In 2023, …"; no paraphrasing model is available offline),
 joins two restated claims of different pages into one sentence cited per clause, and marks each gap section's
 claim ``(unsupported)``.
 
@@ -61,7 +62,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench._common import hosts_of, machine_info, write_har, write_result  # noqa: E402
-from bench.claim_variants import page_names, restate, reversals, symmetric  # noqa: E402
+from bench.claim_variants import moved, page_names, restate, reversals, symmetric  # noqa: E402
 from bench.evidence_squad import run_cli, write_bench_charter  # noqa: E402
 
 STYLES = ["inline", "numbered", "footnotes", "table"]
@@ -181,8 +182,9 @@ def clean_items(synthesis: dict, titles: dict[str, str]) -> list[Item]:
             candidates = [x for x in sentences(b["quote"].strip("… "))
                           if 8 <= len(x.split()) <= 45 and "|" not in x and not x.endswith("?")]
             if candidates:
-                restated.append(Item("restated", restate(candidates[0], partial=b["n"] > 1), b["url"],
-                                     b["last_updated"] or "unknown", s["label"]))
+                text = restate(candidates[0], partial=b["n"] > 1)
+                text = (moved(text) or text) if len(restated) % 3 == 1 else text  # every third: a phrase moved
+                restated.append(Item("restated", text, b["url"], b["last_updated"] or "unknown", s["label"]))
                 items.append(restated[-1])
     pairs = [(a, b) for a, b in zip(restated, restated[1:], strict=False) if a.url != b.url][:2]
     for a, b in pairs:

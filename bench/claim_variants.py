@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 import re
 
-__all__ = ["REVERSALS", "page_names", "restate", "reversals", "symmetric"]
+__all__ = ["REVERSALS", "joined", "moved", "page_names", "restate", "reversals", "symmetric"]
 
 REVERSALS = ("negation", "antonym", "prefix", "number", "number swap", "entity", "role swap")
 
@@ -44,6 +44,30 @@ def restate(sentence: str, *, partial: bool = False) -> str:
         text = text.replace("“", "").replace("”", "")
     text = text[:1].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."
+
+
+_TRAILING = re.compile(r"^(?P<body>.{20,}?),? (?P<pp>(?:in|on|at|after|before|during|since|by|until|from|for) "
+                       r"[^,;:]{2,40})\.$")
+_LEADING = re.compile(r"^(?P<pp>(?:In|On|At|After|Before|During|Since|By|Until|From|For) [^,;:]{2,40}), "
+                      r"(?P<body>.{20,})$")
+
+
+def moved(claim: str) -> str | None:
+    """The claim with a phrase moved, meaning kept: a trailing "in 2023" to the front, or a leading "In 2023," to
+    the end (None when it has neither)."""
+    m = _LEADING.match(claim)
+    if m:
+        body = m.group("body").rstrip(".")
+        return f"{body[:1].upper()}{body[1:]} {m.group('pp')[:1].lower()}{m.group('pp')[1:]}."
+    m = _TRAILING.match(claim)
+    if m:
+        return f"{m.group('pp')[:1].upper()}{m.group('pp')[1:]}, {m.group('body')[:1].lower()}{m.group('body')[1:]}."
+    return None
+
+
+def joined(first: str, second: str) -> str:
+    """Two consecutive sentences of a page as one claim: "A, and b."."""
+    return f"{first.rstrip('.!?')}, and {second[:1].lower()}{second[1:]}"
 
 
 _AUX = re.compile(r"\b(is|are|was|were|has|have|had|can|could|will|would|should|may|might|must|does|did|do)\b")

@@ -9,8 +9,9 @@ Data recipe (nothing is copied into the repository; the pages are read from ``--
 - pages: the 106 news and blog pages of ``web-qa-train/web-qa-train.json`` (the training pool of the
   article-extraction benchmark, which no evaluation set of the project uses), their gold text
   (``article-extraction-benchmark/ground-truth.json.gz``, ``articleBody``);
-- claims: per page up to ``--per-page`` sentences of 8 to 40 words (seeded sample), each **restated** and
-  **partially restated** (label 1, scored against its own page) and **reversed** in every way of
+- claims: per page up to ``--per-page`` sentences of 8 to 40 words (seeded sample), each **restated**,
+  **partially restated**, with a phrase **moved** ("…, in 2023." as "In 2023, …") and **joined** with the sentence
+  after it ("A, and b."; label 1, scored against its own page) and **reversed** in every way of
   ``bench/claim_variants.py`` that applies (negation, an antonym from ``OPPOSITES`` below, a negative prefix
   from ``PREFIXED``, a number changed, two numbers swapped, a name replaced, two words or names swapped; label
   0), plus the restated claim scored against **another page** of the same charter (misattributed, label 0);
@@ -42,7 +43,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.claim_variants import page_names, restate, reversals, symmetric  # noqa: E402
+from bench.claim_variants import joined, moved, page_names, restate, reversals, symmetric  # noqa: E402
 
 #: Opposites the training claims use (``bench/check_report.py`` seeds its reports with others, none in common).
 OPPOSITES = symmetric(
@@ -88,7 +89,9 @@ def claims_of(pages: list[tuple[str, str, str]], per_page: int, rng: random.Rand
     out = []
     for cid, pid, text in pages:
         names = page_names(text)
-        candidates = [s for s in sentences(text) if 8 <= len(s.split()) <= 40 and not s.endswith("?")
+        all_sentences = sentences(text)
+        following = dict(zip(all_sentences, all_sentences[1:], strict=False))
+        candidates = [s for s in all_sentences if 8 <= len(s.split()) <= 40 and not s.endswith("?")
                       and "|" not in s]
         for s in rng.sample(candidates, min(per_page, len(candidates))):
             claim = restate(s)
@@ -96,6 +99,12 @@ def claims_of(pages: list[tuple[str, str, str]], per_page: int, rng: random.Rand
             partial = restate(s, partial=True)
             if partial != claim:
                 out.append({"text": partial, "page": pid, "label": 1, "kind": "partial", "group": pid})
+            shifted = moved(claim)
+            if shifted:
+                out.append({"text": shifted, "page": pid, "label": 1, "kind": "moved", "group": pid})
+            nxt = following.get(s)
+            if nxt and len(nxt.split()) <= 30 and not nxt.endswith("?"):
+                out.append({"text": restate(joined(s, nxt)), "page": pid, "label": 1, "kind": "joined", "group": pid})
             for kind, reversed_ in reversals(claim, rng, opposites=OPPOSITES, prefixed=PREFIXED,
                                               names=names).items():
                 out.append({"text": reversed_, "page": pid, "label": 0, "kind": kind, "group": pid})
@@ -179,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     claims = claims_of(pages, args.per_page, rng)
     x = featurize(claims, {pid: text for _, pid, text in pages})
     if args.dump:
-        Path(args.dump).write_text(json.dumps({"claims": claims, "x": x}))
+        from orchestrator.audit.support import FEATURES as names
+
+        Path(args.dump).write_text(json.dumps({"features": list(names), "claims": claims, "x": x}))
     y = [c["label"] for c in claims]
     fitted = fit(x, y, [c["group"] for c in claims], args.seed, [c["kind"] for c in claims])
     cut = cutoffs(fitted["oof"], y)
