@@ -23,7 +23,8 @@ align best with the claim's, in order, that the claim's words span), :data:`FEAT
 - ``numbers``: a number the claim states that the passage does not, or the statement gives other numbers;
 - ``order``: 1 - the longest common subsequence of the shared words over the claim's shared words: how far they
   stand in another order (swapped roles: "lab data as the verdict, field data as the microscope" against the
-  opposite; two numbers swapped);
+  opposite; two numbers swapped); ``runs``: in how many separate runs the words out of order stand (a phrase
+  moved to the front is one, two words swapped are two);
 - ``swap``: for the claim's words the statement lacks, the highest cosine (word embeddings) to a word of the
   statement the claim lacks: a near word put in another's place (an antonym, another entity, another
   weekday) rather than a word added;
@@ -62,7 +63,8 @@ EMBED_TOP = 16
 ALIGN_MARGIN = 0.1
 #: ... of which at most this many are read by the model.
 READ_TOP = 4
-FEATURES = ("words", "stated", "cover", "novel", "negation", "prefix", "numbers", "order", "swap", "entity")
+FEATURES = ("words", "stated", "cover", "novel", "negation", "prefix", "numbers", "order", "runs", "swap",
+            "entity")
 
 
 class SupportModelError(RuntimeError):
@@ -71,9 +73,10 @@ class SupportModelError(RuntimeError):
 
 @dataclass(frozen=True)
 class SupportModel:
-    """Logistic regression weights over :data:`FEATURES` (standardised with ``mean`` and ``scale``), and the
-    cut-offs it was fitted with."""
+    """Logistic regression weights over the features it names (of :data:`FEATURES`; standardised with ``mean``
+    and ``scale``), and the cut-offs it was fitted with."""
 
+    features: tuple[str, ...]
     weights: tuple[float, ...]
     bias: float
     mean: tuple[float, ...]
@@ -83,32 +86,38 @@ class SupportModel:
     sha256: str
 
     def probability(self, x: dict[str, float]) -> float:
-        z = self.bias + sum(w * (x[f] - m) / s for w, f, m, s in zip(self.weights, FEATURES, self.mean, self.scale,
-                                                                     strict=True))
+        z = self.bias + sum(w * (x[f] - m) / s for w, f, m, s in zip(self.weights, self.features, self.mean,
+                                                                     self.scale, strict=True))
         return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
 
 
-@functools.lru_cache(maxsize=4)
 def load_model(path: str | None = None) -> SupportModel:
-    """The weights at ``path`` (default: the shipped ones), checked against the sha256 recorded for them."""
+    """The weights at ``path`` (default: the shipped ones), checked against the sha256 recorded for them each
+    time they are read (parsed once per content)."""
     p = Path(path) if path else MODEL_PATH
     try:
         data = p.read_bytes()
     except OSError as exc:
         raise SupportModelError(f"support model {p}: cannot read ({exc.strerror or exc})") from None
+    return _parse(str(p), data, _recorded(p))
+
+
+@functools.lru_cache(maxsize=8)
+def _parse(p: str, data: bytes, recorded: str | None) -> SupportModel:
     digest = hashlib.sha256(data).hexdigest()
-    recorded = _recorded(p)
     if recorded is not None and recorded != digest:
         raise SupportModelError(f"support model {p}: sha256 {digest[:12]}… does not match the recorded "
                                 f"{recorded[:12]}…")
     try:
         doc = json.loads(data)
         model = doc["model"]
-        if tuple(model["features"]) != FEATURES:
-            raise SupportModelError(f"support model {p}: features {model['features']} are not {list(FEATURES)}")
-        return SupportModel(tuple(map(float, model["weights"])), float(model["bias"]), tuple(map(float, model["mean"])),
-                            tuple(map(float, model["scale"])), float(doc["cutoffs"]["supported"]),
-                            float(doc["cutoffs"]["weak"]), digest)
+        names = tuple(model["features"])
+        if not set(names) <= set(FEATURES) or not (len(names) == len(model["weights"]) == len(model["mean"])
+                                                   == len(model["scale"])):
+            raise SupportModelError(f"support model {p}: features {list(names)} are not among {list(FEATURES)}")
+        return SupportModel(names, tuple(map(float, model["weights"])), float(model["bias"]),
+                            tuple(map(float, model["mean"])), tuple(map(float, model["scale"])),
+                            float(doc["cutoffs"]["supported"]), float(doc["cutoffs"]["weak"]), digest)
     except (KeyError, TypeError, ValueError) as exc:
         raise SupportModelError(f"support model {p}: malformed ({exc})") from None
 
@@ -242,15 +251,24 @@ def _aligned(claim: str, sentence: str) -> tuple[int, int, int]:
     if not pairs:
         return 0, 0, len(s)
     (c0, s0), (c1, s1) = pairs[0], pairs[-1]
-    return len(pairs), max(0, s0 - c0), min(len(s), s1 + (len(c) - c1))
+    start, end = max(0, s0 - c0), min(len(s), s1 + (len(c) - c1))
+    aligned_c, aligned_s = {i for i, _ in pairs}, {j for _, j in pairs}
+    for i in ca:  # a word of the claim out of order ("In 2023, …" for "… in 2023"): the span covers it too
+        if i not in aligned_c:
+            j = next((j for j in sa if j not in aligned_s and s[j][0] == c[i][0]), None)
+            if j is not None:
+                start, end = min(start, j), max(end, j + 1)
+    return len(pairs), start, end
 
 
 def _statement(claim: str, passage: str) -> str:
-    """What the passage says where it says the claim: the passage's sentence whose words align best with the
-    claim's (in order), cut to the words the alignment spans (widened by the claim's words before and after it),
-    so a negation in another clause ("… — and I will never be the same") says nothing about the claim."""
+    """What the passage says where it says the claim: the passage's sentence (or the passage, for a claim that
+    joins its sentences) whose words align best with the claim's (in order), cut to the words the alignment
+    spans (widened by the claim's words before and after it), so a negation in another clause ("… — and I will
+    never be the same") says nothing about the claim."""
     best, best_n = passage, -1
-    for sentence in _sentences(passage):
+    sentences = _sentences(passage)
+    for sentence in (*sentences, passage) if len(sentences) > 1 else sentences:
         n, a, b = _aligned(claim, sentence)
         if n > best_n:
             words = _anchors(sentence)
@@ -295,22 +313,31 @@ def _prefix_pair(a: str, b: str) -> bool:
     return False
 
 
-def _order(claim_seq: list[str], statement_seq: list[str]) -> float:
+def _order(claim_seq: list[str], statement_seq: list[str]) -> tuple[float, float]:
     """How far the shared words stand in another order: 1 - the longest common subsequence of the two
-    sequences (over the words they share) / the shared words of the claim. 0 when the claim's shared words come
-    in the statement's order (a restatement that only leaves words out)."""
+    sequences (over the words they share) / the shared words of the claim (0 when they come in the statement's
+    order); and in how many separate runs the claim holds the words out of order (a phrase moved to the front is
+    one run, two words swapped are two)."""
     shared = set(claim_seq) & set(statement_seq)
     a = [w for w in claim_seq if w in shared][:80]
     b = [w for w in statement_seq if w in shared][:120]
     if len(a) < 2:
-        return 0.0
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0]
-        for j, y in enumerate(b):
-            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
-        prev = cur
-    return 1.0 - prev[-1] / len(a)
+        return 0.0, 0.0
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for x in range(len(a) - 1, -1, -1):
+        for y in range(len(b) - 1, -1, -1):
+            table[x][y] = table[x + 1][y + 1] + 1 if a[x] == b[y] else max(table[x + 1][y], table[x][y + 1])
+    kept, x, y = set(), 0, 0
+    while x < len(a) and y < len(b):
+        if a[x] == b[y] and table[x][y] == table[x + 1][y + 1] + 1:
+            kept.add(x)
+            x, y = x + 1, y + 1
+        elif table[x + 1][y] >= table[x][y + 1]:
+            x += 1
+        else:
+            y += 1
+    runs = sum(1 for i in range(len(a)) if i not in kept and (i == 0 or i - 1 in kept))
+    return 1.0 - table[0][0] / len(a), float(runs)
 
 
 #: Words whose presence says nothing about what a claim states (articles, "be", a few prepositions): a word of
@@ -354,6 +381,7 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
         k = len(missing[:12])
         swap = float((vecs[:k] @ vecs[k:].T).max())
     names_c, names_p, names_s = _names(claim), _names(passage), _names(statement)
+    order, runs = _order(c_tokens, s_tokens)
     return {
         "words": words_score(claim, passage),
         "stated": len(c_terms & s_terms) / len(c_terms) if c_terms else 0.0,
@@ -362,7 +390,8 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
         "negation": float(sig["negation"]),
         "prefix": float(_prefix_pair(claim, statement)),
         "numbers": float(sig["numbers"]),
-        "order": _order(c_tokens, s_tokens),
+        "order": order,
+        "runs": runs,
         "swap": max(0.0, swap),
         "entity": float(bool(names_c - names_p) and bool(names_s - names_c)),
     }
@@ -393,7 +422,7 @@ def closest(claim: str, passages_: list[str], embedder: Any, *, score: bool = Tr
     best = max(c.closeness for c in out)
     near = sorted((i for i, c in enumerate(out) if c.closeness >= best - ALIGN_MARGIN),
                   key=lambda i: -out[i].closeness)[:READ_TOP]
-    model = load_model() if score else None
+    model = load_model() if score else None  # read and hash-checked for every claim: 2 KB
     for i in near:
         out[i].features = features(claim, out[i].passage, meaning[i], embedder)
         out[i].probability = model.probability(out[i].features) if model is not None else 0.0
