@@ -29,7 +29,7 @@ negative prefix), ``moved_quote`` (cited to another harvested page), ``elision``
 negation, a number or two sentences), ``wrong_date``, ``invented_url`` (a citation to a new path on a harvested
 host or to a host off the allowlist), ``invented_listed_url`` (such a URL added to the report's Sources or
 References list, cited by nothing), ``uncited``, ``reversed`` (a restated claim reversed in one of the ways of
-``bench/claim_variants.py``: negation, an antonym from ``OPPOSITES`` here, none of which the fitting script
+``bench/_claim_variants.py``: negation, an antonym from ``OPPOSITES`` here, none of which the fitting script
 uses, a negative prefix, a number changed, two numbers swapped, a name replaced, two words or names swapped)
 and ``misattributed`` (a restated claim cited to another page that does not state it). A seeded error is
 **detected** when the check fails its line with the expected problem.
@@ -61,8 +61,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench._claim_variants import moved, page_names, restate, reversals, symmetric  # noqa: E402
 from bench._common import hosts_of, machine_info, write_har, write_result  # noqa: E402
-from bench.claim_variants import moved, page_names, restate, reversals, symmetric  # noqa: E402
 from bench.evidence_squad import run_cli, write_bench_charter  # noqa: E402
 
 STYLES = ["inline", "numbered", "footnotes", "table"]
@@ -548,7 +548,7 @@ def baseline(repo: Path, tmp: Path, manifest: list[dict], env: dict) -> dict[str
     """The check of ``repo`` (the current main) on every report: failing problem kinds per line."""
     path = tmp / "manifest.json"
     path.write_text(json.dumps(manifest))
-    worker = REPO_ROOT / "bench" / "check_baseline_worker.py"
+    worker = REPO_ROOT / "bench" / "_check_baseline_worker.py"
     r = subprocess.run([sys.executable, str(worker), "--repo", str(repo), "--manifest", str(path),
                         "--reports", str(tmp / "reports")], env=dict(env, PYTHONPATH=str(repo)), cwd=str(repo),
                        capture_output=True, text=True)

@@ -12,7 +12,7 @@ Data recipe (nothing is copied into the repository; the pages are read from ``--
 - claims: per page up to ``--per-page`` sentences of 8 to 40 words (seeded sample), each **restated**,
   **partially restated**, with a phrase **moved** ("…, in 2023." as "In 2023, …") and **joined** with the sentence
   after it ("A, and b."; label 1, scored against its own page) and **reversed** in every way of
-  ``bench/claim_variants.py`` that applies (negation, an antonym from ``OPPOSITES`` below, a negative prefix
+  ``bench/_claim_variants.py`` that applies (negation, an antonym from ``OPPOSITES`` below, a negative prefix
   from ``PREFIXED``, a number changed, two numbers swapped, a name replaced, two words or names swapped; label
   0), plus the restated claim scored against **another page** of the same charter (misattributed, label 0);
 - features: ``support.closest`` on the page's passages, the closest statement's ``support.features`` (the
@@ -43,7 +43,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.claim_variants import joined, moved, page_names, restate, reversals, symmetric  # noqa: E402
+from bench._claim_variants import joined, moved, page_names, restate, reversals, symmetric  # noqa: E402
 
 #: Opposites the training claims use (``bench/check_report.py`` seeds its reports with others, none in common).
 OPPOSITES = symmetric(
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         "data": {"pages": len(pages), "claims": len(claims), "per_page": args.per_page,
                  "kinds": dict(Counter(c["kind"] for c in claims)),
                  "recipe": "web-qa-train pages' gold text; claims restated, partly restated and reversed "
-                           "(bench/claim_variants.py, OPPOSITES and PREFIXED of bench/fit_support.py) and "
+                           "(bench/_claim_variants.py, OPPOSITES and PREFIXED of bench/fit_support.py) and "
                            "misattributed to another page of the charter"},
         "model": {"features": list(FEATURES), "weights": [round(w, 6) for w in fitted["weights"]],
                   "bias": round(fitted["bias"], 6), "mean": [round(m, 6) for m in fitted["mean"]],
@@ -229,7 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     files = json.loads(manifest.read_text())["files"] if manifest.is_file() else {}
     files[out.name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     manifest.write_text(json.dumps({"card": "README.md", "files": files}, indent=1) + "\n")
-    print(json.dumps({k: v for k, v in doc.items() if k != "model"}, indent=1))
+    summary = {k: v for k, v in doc.items() if k != "model"}
+    print(json.dumps(summary, indent=1))
+    from bench._common import write_result
+
+    write_result("fit_support", summary)  # bench/results/fit_support.json: the latest fit's figures
     return 0
 
 

@@ -2,7 +2,7 @@
 ``bench/check_report.py``: one process, its modules only. Prints ``{"results": {report: {line: [failing
 problem kinds]}}, "repo", "commit", "check_time_s"}``; a report it cannot read gets ``{"error": ...}``.
 
-    python bench/check_baseline_worker.py --repo ../main --manifest MANIFEST.json --reports DIR
+    python bench/_check_baseline_worker.py --repo ../main --manifest MANIFEST.json --reports DIR
 """
 
 from __future__ import annotations
