@@ -89,7 +89,7 @@ def html_markdown(text: str) -> str:
 _SKIP = {"script", "style", "svg", "nav", "footer", "head", "template", "noscript"}
 
 
-def _walk(el: Any, out: list[str], labels: dict[str, str]) -> None:  # noqa: C901 - one branch per element kind
+def _walk(el: Any, out: list[str], labels: dict[str, str]) -> None:
     for child in el:
         tag = child.tag if isinstance(child.tag, str) else ""
         cls = (child.get("class") or "").split()
