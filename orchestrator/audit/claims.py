@@ -451,7 +451,7 @@ def _span_claims(block: Block, flat: Flat, spans: list[tuple[int, int]], ctx: _C
         if mark is not None and mark.end() < b:
             out[-1].marked_unsupported = True
             a = mark.end()
-        lead = _leading(flat, a, b)
+        lead = _leading(flat, a, b) if _defines(flat, a) is None else []  # "[4] URL" names its line
         if lead and out:
             out[-1].citations += _cites_of(flat, lead, ctx, a, b)
             a = lead[-1].end

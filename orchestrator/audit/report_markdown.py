@@ -350,7 +350,8 @@ def _flush(out: _Out, run: list[str]) -> None:
 
 # Alternatives tried at each position, each bounded or unable to fail once started (module docstring).
 _SCAN = re.compile(
-    r"(?P<url>https?://[^\s<>\"“”\[\]\u27e6\u27e7\ue000-\ue002]+)"
+    # any scheme://… is a URL cited (only http(s) ones can name a page: the check says so of the others)
+    r"(?P<url>(?<![\w.+-])[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s<>\"“”\[\]\u27e6\u27e7\ue000-\ue002]+)"
     r"|\[(?P<elabel>[^\[\]\n]{1,100}?) Evidence #(?P<n>\d{1,6})\]"
     r"|\[(?P<glabel>[^\[\]\n]{1,100}?) Gap\]"
     r"|\[\^(?P<fid>[^\]\s]{1,64})\]"

@@ -261,6 +261,10 @@ def _aligned(claim: str, sentence: str) -> tuple[int, int, int]:
     return len(pairs), start, end
 
 
+#: A claim is matched against several sentences at once only when that aligns this many more of its words.
+_JOINED = 3
+
+
 def _statement(claim: str, passage: str) -> str:
     """What the passage says where it says the claim: the passage's sentence (or the passage, for a claim that
     joins its sentences) whose words align best with the claim's (in order), cut to the words the alignment
@@ -270,6 +274,8 @@ def _statement(claim: str, passage: str) -> str:
     sentences = _sentences(passage)
     for sentence in (*sentences, passage) if len(sentences) > 1 else sentences:
         n, a, b = _aligned(claim, sentence)
+        if sentence is passage and n < best_n + _JOINED:
+            continue  # the passage as a whole only for a claim that says much of two sentences, not a word of one
         if n > best_n:
             words = _anchors(sentence)
             best_n = n

@@ -161,3 +161,21 @@ def test_why_an_elided_quote_fails() -> None:
     assert "not" in (match_quote("The old bridge is … safe for heavy lorries", PAGE).why or "")
     assert "number" in (match_quote("Tickets cost 12 … euros", PAGE).why or "")
     assert "different sentences" in (match_quote("The old bridge is not … in storms", PAGE).why or "")
+
+
+def test_a_listed_url_of_another_scheme_is_a_citation_that_cannot_resolve() -> None:
+    text = ("The ferry leaves every two hours [1].\n\n## References\n\n[1] https://h.test/ferry\n"
+            "[2] javascript://h.test/ferry\n")
+    listed = [c for c in claims(text) if c.kind == "source"]
+    assert [c.citations[0].url for c in listed] == ["https://h.test/ferry", "javascript://h.test/ferry"]
+    assert [c.line for c in listed] == [5, 6]
+
+
+def test_a_word_from_another_sentence_does_not_make_a_reversal_stated() -> None:
+    """'… is poor' is not stated by a passage whose one sentence says '… is good' and another '… is poor'."""
+    from orchestrator.audit.support import features
+
+    passage = ("A Largest Contentful Paint of 2.5 seconds or less is good. Between 2.5 and 4 seconds it needs "
+               "improvement, and above 4 seconds it is poor.")
+    assert features("A Largest Contentful Paint of 2.5 seconds or less is poor.", passage, 1.0, None)["novel"] > 0
+    assert features("A Largest Contentful Paint of 2.5 seconds or less is good.", passage, 1.0, None)["novel"] == 0
