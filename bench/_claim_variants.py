@@ -2,8 +2,8 @@
 support model on and ``bench/check_report.py`` seeds its reports with.
 
 A sentence is **restated** (``restate``: parenthetical asides and a leading connective dropped, first letter
-capitalised; ``partial``: only its first clause), or **reversed** (``reversals``), each way that keeps most of
-its words:
+capitalised; ``partial``: only its first clause; ``moved``: a phrase moved; ``reworded``: a word or two replaced
+by synonyms from the caller's list), or **reversed** (``reversals``), each way that keeps most of its words:
 
 - ``negation``: "not" added after the first auxiliary, or a "not"/"never"/"n't" dropped;
 - ``antonym``: a word replaced by its opposite, from the opposites the caller gives (the fitting script and the
@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 import re
 
-__all__ = ["REVERSALS", "joined", "moved", "page_names", "restate", "reversals", "symmetric"]
+__all__ = ["REVERSALS", "joined", "moved", "page_names", "restate", "reversals", "reworded", "symmetric"]
 
 REVERSALS = ("negation", "antonym", "prefix", "number", "number swap", "entity", "role swap")
 
@@ -63,6 +63,21 @@ def moved(claim: str) -> str | None:
     if m:
         return f"{m.group('pp')[:1].upper()}{m.group('pp')[1:]}, {m.group('body')[:1].lower()}{m.group('body')[1:]}."
     return None
+
+
+def reworded(claim: str, rng: random.Random, synonyms: dict[str, str], *, most: int = 2) -> str | None:
+    """The claim with up to ``most`` of its words replaced by a synonym from the caller's list ("rose" as
+    "increased"), meaning kept (None when it holds none)."""
+    found = [m for m in re.finditer(r"\b[A-Za-z]+\b", claim) if m.group(0).lower() in synonyms]
+    if not found:
+        return None
+    chosen = sorted(rng.sample(found, min(len(found), rng.randint(1, most))), key=lambda m: m.start())
+    out, at = [], 0
+    for m in chosen:
+        other = synonyms[m.group(0).lower()]
+        out += [claim[at: m.start()], other.capitalize() if m.group(0)[0].isupper() else other]
+        at = m.end()
+    return "".join(out) + claim[at:]
 
 
 def joined(first: str, second: str) -> str:

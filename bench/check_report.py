@@ -19,7 +19,8 @@ report``'s Markdown and HTML), and four reports an agent would write, one per st
 bare links. Each agent report opens with a framing sentence, quotes the first block of each answered section
 (every other quote with its first letter lower-cased, dates every third citation written "18 March 2025"),
 restates the first sentence of its first two blocks as claims (every third with a phrase moved, "…, in 2023." as
-"In 2023, …"; no paraphrasing model is available offline),
+"In 2023, …", every third a word or two reworded with a synonym of ``SYNONYMS`` here, none of which the fitting
+script uses; no paraphrasing model is available offline),
 joins two restated claims of different pages into one sentence cited per clause, and marks each gap section's
 claim ``(unsupported)``.
 
@@ -61,7 +62,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench._claim_variants import moved, page_names, restate, reversals, symmetric  # noqa: E402
+from bench._claim_variants import moved, page_names, restate, reversals, reworded, symmetric  # noqa: E402
 from bench._common import hosts_of, machine_info, write_har, write_result  # noqa: E402
 from bench.evidence_squad import run_cli, write_bench_charter  # noqa: E402
 
@@ -95,6 +96,19 @@ PREFIXED = symmetric(
     "complete:incomplete correct:incorrect dependent:independent formal:informal direct:indirect "
     "accurate:inaccurate moral:immoral mature:immature relevant:irrelevant connected:disconnected "
     "satisfied:dissatisfied loyal:disloyal"
+)
+
+#: Synonyms the clean reports reword claims with: none is a pair (nor a word) of bench/fit_support.py's SYNONYMS.
+SYNONYMS = symmetric(
+    "reported:noted explained:described asked:requested allowed:permitted allow:permit allows:permits "
+    "huge:enormous launched:introduced launch:introduce revealed:disclosed reveal:disclose sought:pursued "
+    "choose:select chose:selected choice:option choices:options purpose:intention primarily:mostly "
+    "currently:presently recently:lately usually:typically correct:accurate error:mistake errors:mistakes "
+    "talk:speak talked:spoke consumer:customer consumers:customers worker:employee workers:employees "
+    "doctor:physician doctors:physicians lawyer:attorney lawyers:attorneys film:movie films:movies "
+    "photo:picture photos:pictures student:pupil students:pupils shop:store shops:stores injured:hurt "
+    "damaged:harmed replied:responded reply:respond journey:trip vessels:ships couple:pair afterwards:later "
+    "shut:closed unclear:uncertain goods:products"
 )
 
 
@@ -163,6 +177,7 @@ class Item:
     lower: bool = False  # a quote whose first letter is lower-cased
     written_date: bool = False  # "18 March 2025"
     listed_extra: str | None = None  # an invented URL added to the Sources / References list
+    how: str = ""  # a restated claim: "restated", "partial", "moved" or "reworded"
 
 
 def clean_items(synthesis: dict, titles: dict[str, str]) -> list[Item]:
@@ -183,8 +198,13 @@ def clean_items(synthesis: dict, titles: dict[str, str]) -> list[Item]:
                           if 8 <= len(x.split()) <= 45 and "|" not in x and not x.endswith("?")]
             if candidates:
                 text = restate(candidates[0], partial=b["n"] > 1)
-                text = (moved(text) or text) if len(restated) % 3 == 1 else text  # every third: a phrase moved
-                restated.append(Item("restated", text, b["url"], b["last_updated"] or "unknown", s["label"]))
+                how = "partial" if text != restate(candidates[0]) else "restated"
+                if len(restated) % 3 == 1 and moved(text):  # every third: a phrase moved
+                    text, how = moved(text) or text, "moved"
+                elif len(restated) % 3 == 2 and reworded(text, random.Random(text), SYNONYMS):  # a word or two
+                    text, how = reworded(text, random.Random(text), SYNONYMS) or text, "reworded"
+                restated.append(Item("restated", text, b["url"], b["last_updated"] or "unknown", s["label"],
+                                     how=how))
                 items.append(restated[-1])
     pairs = [(a, b) for a, b in zip(restated, restated[1:], strict=False) if a.url != b.url][:2]
     for a, b in pairs:
@@ -423,6 +443,8 @@ class Tally:
     baseline_detected: Counter = field(default_factory=Counter)
     by_style: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     clean: Counter = field(default_factory=Counter)  # style -> claims
+    clean_how: Counter = field(default_factory=Counter)  # how a clean restated claim was written -> claims
+    false_how: Counter = field(default_factory=Counter)  # ... -> false alarms
     false_alarms: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
     baseline_false: Counter = field(default_factory=Counter)
     own: list[dict] = field(default_factory=list)
@@ -447,13 +469,16 @@ def _check(text: str, source: Any, name: str, tally: Tally) -> Any:
 
 def run_clean(bc: BenchCharter, items: list[Item], source: Any, tmp: Path, charter: Path, tally: Tally) -> None:
     for style in STYLES:
-        text, _, _ = render(style, items, bc.title)
+        text, where, _ = render(style, items, bc.title)
+        how = {line: items[i].how for i, line in where.items() if items[i].how}
         name = f"{bc.cid}-clean-{style}.md"
         (tmp / "reports" / name).write_text(text, encoding="utf-8")
         result = _check(text, source, name, tally)
         tally.manifest.append({"report": name, "charter": str(charter), "role": "clean", "style": style})
         for c in result.claims:
             tally.clean[style] += 1
+            tally.clean_how[how.get(c.line, "other")] += 1
+            tally.false_how[how.get(c.line, "other")] += not c.ok
             if c.kind in ("restated", "sentence", "row", "bullet", "clause") and c.evidence is not None \
                     and c.evidence.score is not None:
                 tally.scores["faithful"].append(c.evidence.score)
@@ -596,6 +621,8 @@ def summarize(tally: Tally, base: dict[str, Any]) -> dict[str, Any]:
                   "false_alarm_rate": round(false_total / clean_total, 4) if clean_total else None,
                   "by_style": {s: {"claims": tally.clean[s], "false_alarms": len(tally.false_alarms[s])}
                                for s in STYLES},
+                  "by_how": {h: {"claims": n, "false_alarms": tally.false_how[h]}
+                             for h, n in sorted(tally.clean_how.items())},
                   "examples": [x for s in STYLES for x in tally.false_alarms[s]][:25],
                   "baseline_failing_lines": base_false.get("clean") if base_results else None},
         "brt_own_outputs": {"reports": len(tally.own), "claims": sum(o["claims"] for o in tally.own),

@@ -10,8 +10,9 @@ Data recipe (nothing is copied into the repository; the pages are read from ``--
   article-extraction benchmark, which no evaluation set of the project uses), their gold text
   (``article-extraction-benchmark/ground-truth.json.gz``, ``articleBody``);
 - claims: per page up to ``--per-page`` sentences of 8 to 40 words (seeded sample), each **restated**,
-  **partially restated**, with a phrase **moved** ("…, in 2023." as "In 2023, …") and **joined** with the sentence
-  after it ("A, and b."; label 1, scored against its own page) and **reversed** in every way of
+  **partially restated**, with a phrase **moved** ("…, in 2023." as "In 2023, …"), **reworded** (a word or two
+  replaced by a synonym from ``SYNONYMS`` below) and **joined** with the sentence after it ("A, and b."; label 1,
+  scored against its own page) and **reversed** in every way of
   ``bench/_claim_variants.py`` that applies (negation, an antonym from ``OPPOSITES`` below, a negative prefix
   from ``PREFIXED``, a number changed, two numbers swapped, a name replaced, two words or names swapped; label
   0), plus the restated claim scored against **another page** of the same charter (misattributed, label 0);
@@ -43,7 +44,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench._claim_variants import joined, moved, page_names, restate, reversals, symmetric  # noqa: E402
+from bench._claim_variants import joined, moved, page_names, restate, reversals, reworded, symmetric  # noqa: E402
 
 #: Opposites the training claims use (``bench/check_report.py`` seeds its reports with others, none in common).
 OPPOSITES = symmetric(
@@ -63,6 +64,25 @@ PREFIXED = symmetric(
     "happy:unhappy common:uncommon certain:uncertain expected:unexpected possible:impossible legal:illegal "
     "responsible:irresponsible regular:irregular honest:dishonest agree:disagree appear:disappear "
     "visible:invisible effective:ineffective official:unofficial profitable:unprofitable"
+)
+
+
+#: Synonyms the training rewordings use (``bench/check_report.py`` rewords its clean reports with others, none in
+#: common): the faithful claims that replace a word, which the reversals' antonyms must be told from.
+SYNONYMS = symmetric(
+    "said:stated says:states told:informed announced:declared rose:increased rise:increase rising:increasing "
+    "fell:dropped fall:drop falling:dropping big:large bigger:larger biggest:largest begin:start began:started "
+    "beginning:starting help:assist helped:assisted helps:assists show:demonstrate showed:demonstrated "
+    "shows:demonstrates need:require needs:requires needed:required use:employ used:employed get:obtain "
+    "got:obtained buy:purchase bought:purchased about:approximately around:roughly many:numerous often:frequently "
+    "quickly:rapidly maybe:perhaps enough:sufficient important:significant main:principal mainly:chiefly "
+    "almost:nearly whole:entire completely:entirely end:finish ended:finished try:attempt tried:attempted "
+    "keep:retain kept:retained give:provide gave:provided gives:provides build:construct built:constructed "
+    "hard:difficult people:individuals children:kids car:automobile cars:automobiles country:nation "
+    "firm:company firms:companies area:region areas:regions result:outcome results:outcomes aim:goal "
+    "chance:opportunity problem:issue problems:issues answer:response rule:regulation rules:regulations "
+    "job:position jobs:positions speed:pace total:overall leader:head leaders:heads meeting:gathering "
+    "wants:wishes wanted:wished"
 )
 
 
@@ -102,6 +122,9 @@ def claims_of(pages: list[tuple[str, str, str]], per_page: int, rng: random.Rand
             shifted = moved(claim)
             if shifted:
                 out.append({"text": shifted, "page": pid, "label": 1, "kind": "moved", "group": pid})
+            other_words = reworded(claim, rng, SYNONYMS)
+            if other_words:
+                out.append({"text": other_words, "page": pid, "label": 1, "kind": "reworded", "group": pid})
             nxt = following.get(s)
             if nxt and len(nxt.split()) <= 30 and not nxt.endswith("?"):
                 out.append({"text": restate(joined(s, nxt)), "page": pid, "label": 1, "kind": "joined", "group": pid})
@@ -178,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--pages", type=int, default=0, help="only this many pages (a quick trial; 0: all)")
     ap.add_argument("--dump", default=None, help="also write the claims and their features here (JSON)")
+    ap.add_argument("--features-from", default=None,
+                    help="fit on the claims and features a --dump wrote (same FEATURES) instead of computing them")
     ap.add_argument("--out", default=str(REPO_ROOT / "orchestrator" / "audit" / "models" / "support.json"))
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -185,8 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     pages = load_pages(Path(args.eval_dir).expanduser().resolve())
     pages = pages[: args.pages] if args.pages else pages
-    claims = claims_of(pages, args.per_page, rng)
-    x = featurize(claims, {pid: text for _, pid, text in pages})
+    if args.features_from:
+        dumped = json.loads(Path(args.features_from).read_text())
+        claims, x = dumped["claims"], dumped["x"]
+    else:
+        claims = claims_of(pages, args.per_page, rng)
+        x = featurize(claims, {pid: text for _, pid, text in pages})
     if args.dump:
         from orchestrator.audit.support import FEATURES as names
 
@@ -210,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
         "data": {"pages": len(pages), "claims": len(claims), "per_page": args.per_page,
                  "kinds": dict(Counter(c["kind"] for c in claims)),
-                 "recipe": "web-qa-train pages' gold text; claims restated, partly restated and reversed "
+                 "recipe": "web-qa-train pages' gold text; claims restated, partly restated, with a phrase "
+                           "moved, reworded (SYNONYMS), joined with the next sentence, reversed "
                            "(bench/_claim_variants.py, OPPOSITES and PREFIXED of bench/fit_support.py) and "
                            "misattributed to another page of the charter"},
         "model": {"features": list(FEATURES), "weights": [round(w, 6) for w in fitted["weights"]],

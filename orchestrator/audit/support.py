@@ -25,9 +25,14 @@ align best with the claim's, in order, that the claim's words span), :data:`FEAT
   stand in another order (swapped roles: "lab data as the verdict, field data as the microscope" against the
   opposite; two numbers swapped); ``runs``: in how many separate runs the words out of order stand (a phrase
   moved to the front is one, two words swapped are two);
+- ``pivot``: cut into the pieces that stand together in both, the claim puts two of them on the other sides of
+  a third ("B after A" for "A after B", "man bites dog", two words or numbers exchanged): a part kept in place
+  while two others trade sides, which moving one phrase, whole, to the front, the end or the middle never does;
 - ``swap``: for the claim's words the statement lacks, the highest cosine (word embeddings) to a word of the
   statement the claim lacks: a near word put in another's place (an antonym, another entity, another
   weekday) rather than a word added;
+- ``shift``: 1 - the cosine of the claim's and the statement's sentence embeddings: how far the words the claim
+  puts in place of the statement's move its meaning (a synonym little, an opposite more);
 - ``entity``: the claim names a capitalised name or number the passage lacks while the statement names others.
 
 Nothing here lists opposed words: the model learnt from pairs of real sentences and their reversals how these
@@ -63,8 +68,8 @@ EMBED_TOP = 16
 ALIGN_MARGIN = 0.1
 #: ... of which at most this many are read by the model.
 READ_TOP = 4
-FEATURES = ("words", "stated", "cover", "novel", "negation", "prefix", "numbers", "order", "runs", "swap",
-            "entity")
+FEATURES = ("words", "stated", "cover", "novel", "negation", "prefix", "numbers", "order", "runs", "pivot",
+            "swap", "shift", "entity")
 
 
 class SupportModelError(RuntimeError):
@@ -346,6 +351,46 @@ def _order(claim_seq: list[str], statement_seq: list[str]) -> tuple[float, float
     return 1.0 - table[0][0] / len(a), float(runs)
 
 
+def _pieces(a: list[str], b: list[str]) -> list[tuple[int, int, int]]:
+    """``a`` cut into the pieces that stand together in ``b`` (longest first, from the left; an unused place of
+    ``b`` and one near where the last piece ended preferred): (start in ``a``, length, start in ``b``)."""
+    where: dict[str, list[int]] = {}
+    for p, w in enumerate(b):
+        where.setdefault(w, []).append(p)
+    out: list[tuple[int, int, int]] = []
+    used: set[int] = set()
+    i, last = 0, 0
+    while i < len(a):
+        best: tuple[int, bool, int] | None = None
+        at = 0
+        for p in where.get(a[i], ()):
+            k = 1
+            while i + k < len(a) and p + k < len(b) and a[i + k] == b[p + k]:
+                k += 1
+            key = (k, p not in used, -abs(p - last))
+            if best is None or key > best:
+                best, at = key, p
+        k = best[0] if best else 1
+        out.append((i, k, at))
+        used.update(range(at, at + k))
+        i, last = i + k, at + k
+    return out
+
+
+def _pivot(claim_seq: list[str], statement_seq: list[str], content: set[str]) -> float:
+    """1 when, cut into the pieces that stand together in both (over the words they share), the claim puts two
+    pieces holding content words on the other sides of a third (module docstring), else 0."""
+    shared = set(claim_seq) & set(statement_seq)
+    a = [w for w in claim_seq if w in shared][:80]
+    b = [w for w in statement_seq if w in shared][:120]
+    pieces = [(at, any(w in content for w in a[i:i + k])) for i, k, at in _pieces(a, b)]
+    for j, (mid, _) in enumerate(pieces):
+        before = any(at > mid and c for at, c in pieces[:j])
+        if before and any(at < mid and c for at, c in pieces[j + 1:]):
+            return 1.0
+    return 0.0
+
+
 #: Words whose presence says nothing about what a claim states (articles, "be", a few prepositions): a word of
 #: the claim that is not on the page counts as new unless it is one of these. (Opposites are never here.)
 _FUNCTION = frozenset("a an the of to and is are was were be been being it its that this these those as by "
@@ -386,6 +431,10 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
         vecs = _embed(embedder, [*missing[:12], *extra[:24]])
         k = len(missing[:12])
         swap = float((vecs[:k] @ vecs[k:].T).max())
+    shift = 0.0
+    if embedder is not None:
+        pair = _embed(embedder, [claim, statement])
+        shift = 1.0 - float(pair[0] @ pair[1])
     names_c, names_p, names_s = _names(claim), _names(passage), _names(statement)
     order, runs = _order(c_tokens, s_tokens)
     return {
@@ -398,7 +447,9 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
         "numbers": float(sig["numbers"]),
         "order": order,
         "runs": runs,
+        "pivot": _pivot(c_tokens, s_tokens, c_terms),
         "swap": max(0.0, swap),
+        "shift": min(1.0, max(0.0, shift)),
         "entity": float(bool(names_c - names_p) and bool(names_s - names_c)),
     }
 

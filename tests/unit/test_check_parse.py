@@ -279,7 +279,10 @@ PASSAGE = ("The harbour office is not open on Sundays, and the slipway is closed
     [
         ("The harbour office is open on Sundays.", "negation"),
         ("Treat lab data as the verdict and field data as the microscope.", "order"),
+        ("Treat lab data as the verdict and field data as the microscope.", "pivot"),
         ("Ticket prices rose from 12 to 10 euros in 2023.", "order"),
+        ("Ticket prices rose from 12 to 10 euros in 2023.", "pivot"),
+        ("The slipway is not open on Sundays, and the harbour office is closed during storms.", "pivot"),
         ("Ticket prices rose from 10 to 14 euros in 2023.", "numbers"),
         ("Ticket prices rose from 10 to 12 euros in 2023 at Southampton.", "entity"),
         ("Ticket prices fell from 10 to 12 euros in 2023.", "novel"),
@@ -293,6 +296,33 @@ def test_support_features_see_each_kind_of_reversal(claim: str, feature: str) ->
     assert all(faithful[k] == 0 for k in ("negation", "order", "numbers", "entity", "novel", "prefix")), faithful
     reversed_ = features(claim, PASSAGE, 1.0, None)
     assert reversed_[feature] > 0, reversed_
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "In 2023 ticket prices rose from 10 to 12 euros at Portsmouth.",  # a phrase moved to the front
+        "At Portsmouth, ticket prices rose from 10 to 12 euros in 2023.",
+        "Ticket prices, in 2023, rose from 10 to 12 euros at Portsmouth.",  # ... to the middle
+        "Field data should be treated as the verdict and lab data as the microscope.",  # passive
+    ],
+)
+def test_a_phrase_moved_whole_is_no_pivot(claim: str) -> None:
+    """Moving one phrase, whole, keeps every role: only two parts trading sides around a third is a pivot."""
+    from orchestrator.audit.support import features
+
+    x = features(claim, PASSAGE, 1.0, None)
+    assert x["pivot"] == 0 and x["negation"] == x["numbers"] == x["entity"] == 0, x
+
+
+def test_a_clause_swapped_around_its_connective_is_a_pivot() -> None:
+    from orchestrator.audit.support import features
+
+    passage = "Ticket prices rose by 5 percent after the fuel surcharge was introduced."
+    assert features("After the fuel surcharge was introduced, ticket prices rose by 5 percent.", passage, 1.0,
+                    None)["pivot"] == 0
+    assert features("The fuel surcharge was introduced after ticket prices rose by 5 percent.", passage, 1.0,
+                    None)["pivot"] == 1
 
 
 def test_the_statement_is_where_the_passage_says_the_claim() -> None:
