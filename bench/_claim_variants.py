@@ -11,7 +11,8 @@ by synonyms from the caller's list), or **reversed** (``reversals``), each way t
 - ``prefix``: a word given or stripped of a negative prefix from the caller's list ("likely" / "unlikely");
 - ``number``: a number changed; ``number swap``: two numbers exchanged;
 - ``entity``: a capitalised name replaced by another name of the same page that the sentence does not hold;
-- ``role swap``: two content words of the sentence exchanged (each once in it, not side by side), or two names.
+- ``role swap``: two content words of the sentence exchanged (each once in it, not side by side), or two names
+  with a word between them.
 
 Pure functions of text and a seeded ``random.Random``.
 """
@@ -144,7 +145,9 @@ def _entity(text: str, rng: random.Random, names: list[str], **_: object) -> str
 
 def _role_swap(text: str, rng: random.Random, **_: object) -> str | None:
     names = list(_NAME.finditer(text))
-    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if a.group(0) != b.group(0)]
+    # two names, a word of the text between them: the two halves of one name ("Michael Anastassiades") are no roles
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]
+             if a.group(0) != b.group(0) and re.search(r"\b[a-z]+\b", text[a.end(): b.start()])]
     if not pairs:
         words = [m for m in re.finditer(r"\b[a-z]{4,}\b", text) if m.group(0) not in _STOP]
         counts = {w.group(0): sum(1 for x in words if x.group(0) == w.group(0)) for w in words}

@@ -25,7 +25,8 @@ claims, catch the most of the worst-caught reversal kind (then of all kinds). Th
 the reported figures and the cut-offs: ``weak`` is the highest value that keeps at least 99% of out-of-fold
 faithful claims at or above it (false alarms at most 1%), ``supported`` the value that 90% of them reach. The file
 records the seed, C, the recipe, the counts and the cross-validated figures; ``models/manifest.json`` its sha256
-(checked on load).
+(checked on load). The **reworded** claims are measured, not fitted on (``MEASURED_ONLY``): the fold models that
+score them never saw one, and the cut-offs are set on the other faithful kinds.
 """
 
 from __future__ import annotations
@@ -155,14 +156,23 @@ def featurize(claims: list[dict], texts: dict[str, str]) -> list[list[float]]:
     return rows
 
 
+#: Faithful claims measured, not fitted on: a word replaced by a synonym is, to every feature, a word replaced by
+#: its opposite (the antonyms' own figures fall from ~95% to ~17% caught when they are fitted on); the card
+#: reports how many of them the model fails.
+MEASURED_ONLY = frozenset({"reworded"})
+
+
 def fit(x: list[list[float]], y: list[int], groups: list[str], seed: int, kinds_: list[str]) -> dict:
+    """Standardised logistic regression, C by grouped 5-fold cross-validation; every claim gets an out-of-fold
+    probability, the ``MEASURED_ONLY`` kinds from models fitted without them."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import log_loss, roc_auc_score
     from sklearn.model_selection import GroupKFold
 
     xa, ya, kinds = np.array(x), np.array(y), np.array(kinds_)
-    mean, scale = xa.mean(axis=0), xa.std(axis=0)
+    fitted_on = ~np.isin(kinds, sorted(MEASURED_ONLY))
+    mean, scale = xa[fitted_on].mean(axis=0), xa[fitted_on].std(axis=0)
     scale[scale == 0] = 1.0
     xs = (xa - mean) / scale
     folds = list(GroupKFold(n_splits=5).split(xs, ya, groups))
@@ -170,25 +180,28 @@ def fit(x: list[list[float]], y: list[int], groups: list[str], seed: int, kinds_
     for c in (0.01, 0.03, 0.1, 0.3, 1.0, 10.0):
         oof = np.zeros(len(ya))
         for train, test in folds:
+            train = train[fitted_on[train]]
             model = LogisticRegression(C=c, max_iter=2000, class_weight="balanced",
                                        random_state=seed).fit(xs[train], ya[train])
             oof[test] = model.predict_proba(xs[test])[:, 1]
-        faithful = np.sort(oof[ya == 1])
+        faithful = np.sort(oof[(ya == 1) & fitted_on])
         weak = faithful[int(0.01 * len(faithful))]
         caught = [float((oof[(ya == 0) & (kinds == k)] < weak).mean()) for k in set(kinds[ya == 0])]
         score = (min(caught), float(np.mean(caught)))  # the worst reversal kind first, then all of them
         if best is None or score > best[0]:
-            best = (score, c, oof, log_loss(ya, oof))
+            best = (score, c, oof, log_loss(ya[fitted_on], oof[fitted_on]))
     assert best is not None
     _, c, oof, loss = best
-    final = LogisticRegression(C=c, max_iter=2000, class_weight="balanced", random_state=seed).fit(xs, ya)
-    return {"C": c, "cv_log_loss": round(float(loss), 4), "cv_auroc": round(float(roc_auc_score(ya, oof)), 4),
+    final = LogisticRegression(C=c, max_iter=2000, class_weight="balanced",
+                               random_state=seed).fit(xs[fitted_on], ya[fitted_on])
+    auroc = roc_auc_score(ya[fitted_on], oof[fitted_on])
+    return {"C": c, "cv_log_loss": round(float(loss), 4), "cv_auroc": round(float(auroc), 4),
             "oof": oof.tolist(), "weights": final.coef_[0].tolist(), "bias": float(final.intercept_[0]),
             "mean": mean.tolist(), "scale": scale.tolist()}
 
 
-def cutoffs(oof: list[float], y: list[int]) -> dict[str, float]:
-    faithful = sorted(p for p, label in zip(oof, y, strict=True) if label == 1)
+def cutoffs(oof: list[float], y: list[int], kinds: list[str]) -> dict[str, float]:
+    faithful = sorted(p for p, label, k in zip(oof, y, kinds, strict=True) if label == 1 and k not in MEASURED_ONLY)
     weak = faithful[int(0.01 * len(faithful))]
     supported = faithful[int(0.10 * len(faithful))]
     return {"weak": round(max(0.01, weak - 1e-4), 4), "supported": round(max(weak, supported), 4)}
@@ -222,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.dump).write_text(json.dumps({"features": list(names), "claims": claims, "x": x}))
     y = [c["label"] for c in claims]
     fitted = fit(x, y, [c["group"] for c in claims], args.seed, [c["kind"] for c in claims])
-    cut = cutoffs(fitted["oof"], y)
+    cut = cutoffs(fitted["oof"], y, [c["kind"] for c in claims])
     from collections import Counter
 
     from orchestrator.audit.support import FEATURES
@@ -231,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     for kind in sorted({c["kind"] for c in claims}):
         probs = [p for p, c in zip(fitted["oof"], claims, strict=True) if c["kind"] == kind]
         below = sum(1 for p in probs if p < cut["weak"])
-        by_kind[kind] = {"n": len(probs), "below_weak": below, "rate": round(below / len(probs), 4)}
+        by_kind[kind] = {"n": len(probs), "below_weak": below, "rate": round(below / len(probs), 4),
+                         "fitted_on": kind not in MEASURED_ONLY}
     doc = {
         "about": "brt check's support model: P(the passage's statement supports the claim). Card: README.md.",
         "script": "bench/fit_support.py",

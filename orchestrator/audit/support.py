@@ -21,18 +21,23 @@ align best with the claim's, in order, that the claim's words span), :data:`FEAT
   "without"...; closed-class words, not a list of opposites); ``prefix``: a word of one is a negative form of a
   word of the other ("unsafe" / "safe", "non-profit" / "profit");
 - ``numbers``: a number the claim states that the passage does not, or the statement gives other numbers;
-- ``order``: 1 - the longest common subsequence of the shared words over the claim's shared words: how far they
-  stand in another order (swapped roles: "lab data as the verdict, field data as the microscope" against the
-  opposite; two numbers swapped); ``runs``: in how many separate runs the words out of order stand (a phrase
-  moved to the front is one, two words swapped are two);
+- ``order``: the share of the claim's shared words out of place (left out of the longest common subsequence
+  while the statement holds them elsewhere): how far they stand in another order (swapped roles: "lab data as
+  the verdict, field data as the microscope" against the opposite; two numbers swapped); ``runs``: in how
+  many separate runs the words out of order stand (a phrase moved to the front is one, two words swapped are
+  two);
 - ``pivot``: cut into the pieces that stand together in both, the claim puts two of them on the other sides of
   a third ("B after A" for "A after B", "man bites dog", two words or numbers exchanged): a part kept in place
-  while two others trade sides, which moving one phrase, whole, to the front, the end or the middle never does;
+  while two others trade sides, which moving one phrase, whole, to the front, the end or the middle never does
+  (two numbers side by side that trade places count too: a score or a range reversed);
 - ``swap``: for the claim's words the statement lacks, the highest cosine (word embeddings) to a word of the
   statement the claim lacks: a near word put in another's place (an antonym, another entity, another
   weekday) rather than a word added;
 - ``shift``: 1 - the cosine of the claim's and the statement's sentence embeddings: how far the words the claim
   puts in place of the statement's move its meaning (a synonym little, an opposite more);
+- ``contrary``: how much closer the claim stands (sentence embeddings) to the statement with "not" put before
+  the words the claim replaced than to the statement itself: a word replaced by its opposite brings the claim
+  nearer the negated statement, a synonym takes it away (``contrary_rel``: the same over ``shift``);
 - ``entity``: the claim names a capitalised name or number the passage lacks while the statement names others.
 
 Nothing here lists opposed words: the model learnt from pairs of real sentences and their reversals how these
@@ -69,7 +74,7 @@ ALIGN_MARGIN = 0.1
 #: ... of which at most this many are read by the model.
 READ_TOP = 4
 FEATURES = ("words", "stated", "cover", "novel", "negation", "prefix", "numbers", "order", "runs", "pivot",
-            "swap", "shift", "entity")
+            "swap", "shift", "contrary", "contrary_rel", "entity")
 
 
 class SupportModelError(RuntimeError):
@@ -325,10 +330,12 @@ def _prefix_pair(a: str, b: str) -> bool:
 
 
 def _order(claim_seq: list[str], statement_seq: list[str]) -> tuple[float, float]:
-    """How far the shared words stand in another order: 1 - the longest common subsequence of the two
-    sequences (over the words they share) / the shared words of the claim (0 when they come in the statement's
-    order); and in how many separate runs the claim holds the words out of order (a phrase moved to the front is
-    one run, two words swapped are two)."""
+    """How far the shared words stand in another order: the share of the claim's shared words that the longest
+    common subsequence of the two sequences leaves out while the statement still holds them elsewhere (a word
+    out of place, not a word added: an "and" joining two sentences is added); and in how many separate runs
+    these stand in the claim (a phrase moved to the front is one run, two words swapped are two)."""
+    from collections import Counter
+
     shared = set(claim_seq) & set(statement_seq)
     a = [w for w in claim_seq if w in shared][:80]
     b = [w for w in statement_seq if w in shared][:120]
@@ -338,17 +345,24 @@ def _order(claim_seq: list[str], statement_seq: list[str]) -> tuple[float, float
     for x in range(len(a) - 1, -1, -1):
         for y in range(len(b) - 1, -1, -1):
             table[x][y] = table[x + 1][y + 1] + 1 if a[x] == b[y] else max(table[x + 1][y], table[x][y + 1])
-    kept, x, y = set(), 0, 0
+    kept, matched, x, y = set(), set(), 0, 0
     while x < len(a) and y < len(b):
         if a[x] == b[y] and table[x][y] == table[x + 1][y + 1] + 1:
             kept.add(x)
+            matched.add(y)
             x, y = x + 1, y + 1
         elif table[x + 1][y] >= table[x][y + 1]:
             x += 1
         else:
             y += 1
-    runs = sum(1 for i in range(len(a)) if i not in kept and (i == 0 or i - 1 in kept))
-    return 1.0 - table[0][0] / len(a), float(runs)
+    left = Counter(b[j] for j in range(len(b)) if j not in matched)
+    out = set()
+    for i in range(len(a)):
+        if i not in kept and left[a[i]] > 0:
+            left[a[i]] -= 1
+            out.add(i)
+    runs = sum(1 for i in out if i - 1 not in out)
+    return len(out) / len(a), float(runs)
 
 
 def _pieces(a: list[str], b: list[str]) -> list[tuple[int, int, int]]:
@@ -379,11 +393,16 @@ def _pieces(a: list[str], b: list[str]) -> list[tuple[int, int, int]]:
 
 def _pivot(claim_seq: list[str], statement_seq: list[str], content: set[str]) -> float:
     """1 when, cut into the pieces that stand together in both (over the words they share), the claim puts two
-    pieces holding content words on the other sides of a third (module docstring), else 0."""
+    pieces holding content words on the other sides of a third (module docstring), or two numbers side by side
+    trade places; else 0."""
     shared = set(claim_seq) & set(statement_seq)
     a = [w for w in claim_seq if w in shared][:80]
     b = [w for w in statement_seq if w in shared][:120]
-    pieces = [(at, any(w in content for w in a[i:i + k])) for i, k, at in _pieces(a, b)]
+    cut = _pieces(a, b)
+    for (i, k, at), (i2, k2, at2) in zip(cut, cut[1:], strict=False):
+        if k == k2 == 1 and at2 + 1 == at and a[i][:1].isdigit() and a[i2][:1].isdigit():
+            return 1.0  # two numbers side by side that trade places ("17-45" for "45-17")
+    pieces = [(at, any(w in content for w in a[i:i + k])) for i, k, at in cut]
     for j, (mid, _) in enumerate(pieces):
         before = any(at > mid and c for at, c in pieces[:j])
         if before and any(at < mid and c for at, c in pieces[j + 1:]):
@@ -410,6 +429,18 @@ def _names(text: str) -> set[str]:
     return out
 
 
+def _negate_words(statement: str, stems: set[str]) -> str:
+    """``statement`` with "not" put before its words (at most three) whose stems are in ``stems``."""
+    from memory_store.text import stem
+
+    out, at, n = [], 0, 0
+    for m in re.finditer(r"[^\W_]+", statement):
+        if n < 3 and stem(m.group(0).lower()) in stems:
+            out += [statement[at:m.start()], "not "]
+            at, n = m.start(), n + 1
+    return "".join(out) + statement[at:]
+
+
 def _tokens(text: str) -> list[str]:
     from memory_store.text import stem, words
 
@@ -431,10 +462,12 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
         vecs = _embed(embedder, [*missing[:12], *extra[:24]])
         k = len(missing[:12])
         swap = float((vecs[:k] @ vecs[k:].T).max())
-    shift = 0.0
+    shift = contrary = 0.0
     if embedder is not None:
-        pair = _embed(embedder, [claim, statement])
-        shift = 1.0 - float(pair[0] @ pair[1])
+        negated_ = _negate_words(statement, set(extra)) if missing and extra else statement
+        vecs = _embed(embedder, [claim, statement, negated_])
+        shift = 1.0 - float(vecs[0] @ vecs[1])
+        contrary = float(vecs[0] @ vecs[2]) - float(vecs[0] @ vecs[1]) if negated_ != statement else 0.0
     names_c, names_p, names_s = _names(claim), _names(passage), _names(statement)
     order, runs = _order(c_tokens, s_tokens)
     return {
@@ -450,6 +483,8 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
         "pivot": _pivot(c_tokens, s_tokens, c_terms),
         "swap": max(0.0, swap),
         "shift": min(1.0, max(0.0, shift)),
+        "contrary": contrary,
+        "contrary_rel": max(-5.0, min(2.0, contrary / max(shift, 0.01))),
         "entity": float(bool(names_c - names_p) and bool(names_s - names_c)),
     }
 
