@@ -13,8 +13,9 @@ and returns one :class:`ReportClaim` per statement:
 - every **sentence** of a paragraph, every list item and table row: a **claim** when it states something
   checkable. A question, an introduction ending in ``:``, a heading, a sentence of fewer than three words and
   an uncited **framing sentence** ("Below is a summary of what the pages say": no number, no quote, and only
-  words about the report itself, ``META_WORDS``) are not. A sentence that cites different pages in different
-  clauses ("A holds [1], and B holds [2].") is one claim per clause, each with its own citations;
+  words about the report itself, ``META_WORDS``, and at most two topic words qualifying them) are not. A
+  sentence that cites different pages in different clauses ("A holds [1], and B holds [2].") is one claim per
+  clause, each with its own citations;
 - a **source listing**: a list item, table row or line that holds citations and next to nothing else (a
   Sources or References list, an unreferenced link definition or footnote). Every URL a report lists is
   checked, cited by a claim or not.
@@ -45,7 +46,8 @@ __all__ = ["Citation", "ParsedReport", "ReportClaim", "iso_date", "parse_report"
 #: Statements shorter than this many words (citations and dates left out) are not claims.
 MIN_CLAIM_WORDS = 3
 #: Words a framing sentence is made of ("Below is a summary of what the pages say"): an uncited sentence of
-#: only these (and stop words), without a number or a quote, says nothing checkable.
+#: only these (and stop words, and at most two topic words that qualify one of these: "the harbour pages"),
+#: without a number or a quote, says nothing checkable.
 META_WORDS = frozenset(
     "below above follow following follows here summary summaries summarise summarize summarised summarized overview "
     "report reports section sections page pages source sources say says said state states stated find finds "
@@ -557,7 +559,11 @@ def _framing(text: str) -> bool:
     if re.search(r"\d", text) or find_quotes(text):
         return False
     words = content_words(MASKED.sub(" ", text))
-    return len(words) <= 15 and all(w in META_WORDS for w in words)
+    # up to two topic words, each naming what a word about the report is about ("the harbour pages"): a word
+    # the next word does not qualify says something ("the evidence shows growth")
+    topic = [i for i, w in enumerate(words) if w not in META_WORDS]
+    return (len(words) <= 15 and len(topic) <= 2 and len(words) > 2 * len(topic)
+            and all(i + 1 < len(words) and words[i + 1] in META_WORDS for i in topic))
 
 
 def _clauses(flat: Flat, a: int, b: int, cited: list[Token]) -> list[tuple[int, int, list[Token]]]:
