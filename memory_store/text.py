@@ -158,6 +158,17 @@ def _cached_spans(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(_sentence_spans(text, DEFAULT_BACKEND))
 
 
+_END_MARK = re.compile(r"[.!?…]")
+_SPACE = re.compile(r"\s")
+
+
+def _may_end_inside(text: str, start: int, end: int) -> bool:
+    """Whether a sentence end (``. ! ? …``) stands before a space in ``text[start:end]``; in linear time
+    (the pattern ``[.!?…]``, non-spaces, a space, searched so, is quadratic on a long run of ``!``)."""
+    first = _END_MARK.search(text, start, end)
+    return first is not None and _SPACE.search(text, first.end(), end) is not None
+
+
 def _sentence_spans(text: str, backend: str) -> list[tuple[int, int]]:
     try:
         starts_of = BACKENDS[backend]
@@ -165,7 +176,7 @@ def _sentence_spans(text: str, backend: str) -> list[tuple[int, int]]:
         raise ValueError(f"unknown sentence backend {backend!r} (one of {', '.join(BACKENDS)})") from None
     spans: list[tuple[int, int]] = []
     for start, end in split_lines(text):
-        if end - start < 4 or not re.search(r"[.!?…]\S*\s", text[start:end]):
+        if end - start < 4 or not _may_end_inside(text, start, end):
             spans.append((start, end))  # no sentence end inside the line: one span, no segmenter call
             continue
         spans.extend(_line_spans(text, start, end, starts_of))

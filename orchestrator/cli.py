@@ -70,20 +70,17 @@ def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
         from .errors import BrtError, CharterError, NothingStored
 
+        as_json = bool(kwargs.get("as_json"))
         try:
             return fn(*args, **kwargs)
         except CharterError as exc:
-            _err(f"brt: {error_text(exc)}")
-            sys.exit(EXIT_BAD_INPUT)
+            _fail(exc, EXIT_BAD_INPUT, as_json)
         except StoreNotFound as exc:
-            _err(f"brt: {exc}")
-            sys.exit(EXIT_FAILURE)
+            _fail(exc, EXIT_FAILURE, as_json)
         except NothingStored as exc:
-            _err(f"brt: {exc}")
-            sys.exit(EXIT_NOTHING_STORED)
+            _fail(exc, EXIT_NOTHING_STORED, as_json)
         except (BrtError, MemoryStoreError) as exc:
-            _err(f"brt: {error_text(exc)}")
-            sys.exit(EXIT_FAILURE)
+            _fail(exc, EXIT_FAILURE, as_json)
         except KeyboardInterrupt:
             _err("brt: interrupted")
             sys.exit(EXIT_INTERRUPTED)
@@ -98,6 +95,17 @@ def error_text(exc: BaseException) -> str:
     if not advice:
         return text
     return f"{text}\n  {advice}" if "\n" in text else f"{text}; {advice}"
+
+
+def _fail(exc: Exception, code: int, as_json: bool) -> None:
+    """Report a library error (with its way out) and exit with ``code``; with ``--json``, also one JSON document on
+    stdout (``{"ok": false, "error": ..., "error_type": ..., "exit_code": ...}``), so a script reading stdout gets
+    one."""
+    text = error_text(exc)
+    _err(f"brt: {text}")
+    if as_json:
+        _print_json({"ok": False, "error": text, "error_type": type(exc).__name__, "exit_code": code})
+    sys.exit(code)
 
 
 def _print_json(doc: Any) -> None:
@@ -656,7 +664,8 @@ def restore(snapshot: str, new_id: str | None, charter_out: str | None, har: str
 @click.option("--format", "fmt", type=click.Choice(["html", "csv", "md"]), default="html", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
 @click.option("--check", "check_md", type=click.Path(exists=True, dir_okay=False),
-              help="Instead: the HTML view of `brt check` of this Markdown report against SOURCE.")
+              help="Instead: the HTML view of `brt check` of this report against SOURCE (exit 1 when the check "
+                   "fails).")
 @_handle_errors
 def report(source: str, fmt: str, out: str | None, check_md: str | None = None) -> None:
     """The last synthesis of a charter (CHARTER) or a snapshot (SNAPSHOT.jsonl) as HTML, CSV or Markdown."""
@@ -670,6 +679,9 @@ def report(source: str, fmt: str, out: str | None, check_md: str | None = None) 
         click.echo(result.text, nl=False)
     else:
         _err(f"wrote {result.path}")
+    if result.check is not None and not result.check.ok:
+        _err(f"brt: {result.check.verdict()}")
+        sys.exit(EXIT_FAILURE)
 
 
 @cli.command(epilog=_exits({
@@ -681,17 +693,21 @@ def report(source: str, fmt: str, out: str | None, check_md: str | None = None) 
 @click.option("--charter", "charter_file", type=click.Path(dir_okay=False),
               help="Check against this charter's store (and its allowed_domains).")
 @click.option("--snapshot", type=click.Path(dir_okay=False),
-              help="Check against this audit snapshot (.jsonl), e.g. after /clean.")
+              help="Check against this audit snapshot (.jsonl), e.g. after /clean; it is verified first.")
+@click.option("--no-har", is_flag=True,
+              help="Verify the snapshot without the HAR beside it (its seal and records only, not provenance).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 @_handle_errors
-def check(report_file: str, charter_file: str | None, snapshot: str | None, as_json: bool) -> None:
-    """Check a Markdown report against the charter's evidence: quotes verbatim, citations harvested with the
-    right date, claims cited and supported. Exit 1 when it fails."""
+def check(report_file: str, charter_file: str | None, snapshot: str | None, as_json: bool,
+          no_har: bool = False) -> None:
+    """Check a report (Markdown, or brt's JSON or HTML) against the charter's evidence: quotes verbatim,
+    citations harvested with the right date, every listed URL stored, claims cited and supported. The snapshot
+    (or the store) is verified first and refused when it fails. Exit 1 when the check fails."""
     from . import service
 
     if charter_file is None and snapshot is None:
         raise click.UsageError("give --charter CHARTER (its store) or --snapshot SNAPSHOT.jsonl")
-    result = service.check(report_file, charter=charter_file, snapshot=snapshot)
+    result = service.check(report_file, charter=charter_file, snapshot=snapshot, har=not no_har)
     if as_json:
         _print_json(service.check_json(result))
     else:

@@ -261,15 +261,17 @@ def _is_date(text: str) -> bool:
     return text == "unknown" or re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", text) is not None
 
 
-def check(report: str | Path, *, charter: str | Path | None = None, snapshot: str | Path | None = None) -> CheckReport:
+def check(report: str | Path, *, charter: str | Path | None = None, snapshot: str | Path | None = None,
+          har: bool = True, follow_links: bool = True) -> CheckReport:
     """``brt check``: the report at ``report`` checked against the charter's store, or against ``snapshot``
-    (with ``charter`` too, its allowlist is the one checked)."""
+    (with ``charter`` too, its allowlist is the one checked), each verified first (``har``: the snapshot's HAR
+    too); ``follow_links`` False refuses a report path that is a symlink (the MCP tool)."""
     from .audit.check import check_report
 
     loaded = load(charter) if charter else None
     if loaded is not None and snapshot is None:
         require_store(loaded, next_step="harvest it first, or check against its snapshot (after clean)")
-    return check_report(report, charter=loaded, snapshot=snapshot)
+    return check_report(report, charter=loaded, snapshot=snapshot, har=har, follow_links=follow_links)
 
 
 def check_json(result: CheckReport, quote: Quote | None = None, url: UrlView | None = None) -> dict[str, Any]:

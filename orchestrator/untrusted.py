@@ -6,10 +6,12 @@ Agents read brt's results as text, so a page must not be able to speak outside i
   carry server-sent values) in ``<<<BRT QUOTED PAGE CONTENT from ...>>>`` / ``<<<END BRT QUOTED PAGE CONTENT>>>``;
 - :func:`escape_untrusted` makes sure neither delimiter can appear inside, not even as a look-alike: format
   characters (zero-width spaces and joiners, bidi controls, tags, variation selectors, soft hyphens...) are
-  removed first, then every run of three or more ``<``- or ``>``-like characters (``<`` ``＜`` ``﹤`` ``‹``
-  ``〈`` ``❮`` ``˂``... and ``>`` alike; whitespace between them does not break a run) gets a backslash after
-  every second bracket. What is matched is the text as NFKC normalisation would show it, so full-width and
-  other compatibility forms cannot slip through;
+  removed first, then every run of ``<``- or ``>``-like characters that reads as three or more brackets is
+  normalised and escaped: each bracket is read as NFKC shows it (full-width and other compatibility forms) or
+  as the look-alike it is (``‹`` ``〈`` ``❮`` ``˂``...; ``≪`` ``«`` ``《`` read as two, ``⋘`` ``⫷`` as three),
+  and what stands between them shows nothing or only space (whitespace, every separator such as U+2028,
+  combining marks, U+2800 and other blanks) does not break the run; the run is written as ASCII brackets
+  with a backslash after every second one;
 - :func:`safe_url` gives a URL as its WHATWG serialisation without userinfo (printable ASCII, no spaces, no
   angle brackets: percent-encoded), and percent-encodes anything else that is not such a URL;
 - :func:`markdown_quote` escapes a quote for one evidence line of Markdown (``"`` and ``\\`` and the characters
@@ -63,18 +65,49 @@ _IGNORABLE = frozenset(
     + list(range(0xE0100, 0xE01F0))
 )
 # Characters that read as "<" or ">" without being one (Unicode confusables.txt and angle brackets/quotes).
-_LT_LIKE = "<‹〈⟨❬❮❰⧼︿﹤＜˂ᐸ≺⋖《«⟪〈𝈶"
-_GT_LIKE = ">›〉⟩❭❯❱⧽﹀﹥＞˃ᐳ≻⋗》»⟫〉"
+_LT_LIKE = "<‹〈⟨❬❮❰⧼︿﹤＜˂ᐸ≺⋖⊲◁⦑〈𝈶"
+_GT_LIKE = ">›〉⟩❭❯❱⧽﹀﹥＞˃ᐳ≻⋗⊳▷⦒〉"
 _LT_SET = frozenset(_LT_LIKE)
 _GT_SET = frozenset(_GT_LIKE)
+# Single characters that read as two or three brackets in a row.
+_MULTI = {"≪": ("<", 2), "«": ("<", 2), "《": ("<", 2), "⟪": ("<", 2), "⪡": ("<", 2), "⋘": ("<", 3), "⫷": ("<", 3),
+          "≫": (">", 2), "»": (">", 2), "》": (">", 2), "⟫": (">", 2), "⪢": (">", 2), "⋙": (">", 3), "⫸": (">", 3)}
+
+
+def _bracket(ch: str) -> tuple[str, int] | None:
+    """``("<", n)`` or ``(">", n)`` when ``ch`` reads as ``n`` such brackets (NFKC and look-alikes), else None."""
+    if ch in _MULTI:
+        return _MULTI[ch]
+    if ch in _LT_SET:
+        return "<", 1
+    if ch in _GT_SET:
+        return ">", 1
+    if ord(ch) > 127:
+        folded = unicodedata.normalize("NFKC", ch)
+        if folded and set(folded) <= {"<"}:
+            return "<", len(folded)
+        if folded and set(folded) <= {">"}:
+            return ">", len(folded)
+    return None
 
 
 def _is_lt(ch: str) -> bool:
-    return ch in _LT_SET or (ord(ch) > 127 and "<" in unicodedata.normalize("NFKC", ch))
+    found = _bracket(ch)
+    return found is not None and found[0] == "<"
 
 
 def _is_gt(ch: str) -> bool:
-    return ch in _GT_SET or (ord(ch) > 127 and ">" in unicodedata.normalize("NFKC", ch))
+    found = _bracket(ch)
+    return found is not None and found[0] == ">"
+
+
+def _filler(ch: str) -> bool:
+    """A character that shows nothing, or only space, between two brackets: whitespace and every Unicode
+    separator (U+2028, U+2029, U+3000...), combining marks, the braille blank U+2800 and other blank
+    characters, format characters."""
+    if ch.isspace() or ch in "\u2800\u3164\uffa0\u115f\u1160\u17b4\u17b5\u034f":
+        return True
+    return unicodedata.category(ch) in ("Mn", "Me", "Mc", "Zs", "Zl", "Zp", "Cf", "Cc")
 
 
 def strip_invisible(text: str) -> str:
@@ -95,49 +128,32 @@ def strip_controls(text: str) -> str:
     return _CONTROLS.sub("", text)
 
 
-_HSPACE = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]")
-
-
 def _break_runs(text: str) -> str:
-    """Every run of >= 3 same-direction bracket-like characters (horizontal whitespace between them allowed)
-    with a backslash after every second bracket."""
+    """Every run of brackets of one direction reading as three or more (``<``, its look-alikes, ``≪`` as two,
+    ``⋘`` as three; whitespace, separators, combining marks and blank characters between them ignored) written
+    as ASCII brackets with a backslash after every second one; the characters between them are dropped."""
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
-        ch = text[i]
-        kind = "<" if _is_lt(ch) else ">" if _is_gt(ch) else None
-        if kind is None:
-            out.append(ch)
+        found = _bracket(text[i])
+        if found is None:
+            out.append(text[i])
             i += 1
             continue
-        same = _is_lt if kind == "<" else _is_gt
-        j, brackets = i, []  # positions of the run's brackets
+        kind, count, j, last = found[0], found[1], i + 1, i
         while j < n:
-            if same(text[j]):
-                brackets.append(j)
+            nxt = _bracket(text[j])
+            if nxt is not None and nxt[0] == kind:
+                count, last, j = count + nxt[1], j, j + 1
+            elif _filler(text[j]):
                 j += 1
-            elif _HSPACE.match(text[j]) and j + 1 < n:
-                k = j
-                while k < n and _HSPACE.match(text[k]):
-                    k += 1
-                if k < n and same(text[k]):
-                    j = k
-                else:
-                    break
             else:
                 break
-        end = brackets[-1] + 1
-        if len(brackets) < 3:
-            out.append(text[i:end])
+        if count < 3:
+            out.append(text[i:last + 1])
         else:
-            count, marks = 0, set(brackets)
-            for pos in range(i, end):
-                out.append(text[pos])
-                if pos in marks:
-                    count += 1
-                    if count % 2 == 0 and pos != brackets[-1]:
-                        out.append("\\")
-        i = end
+            out.append("".join(kind + ("\\" if k % 2 == 1 and k < count - 1 else "") for k in range(count)))
+        i = last + 1
     return "".join(out)
 
 

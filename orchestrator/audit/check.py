@@ -1,39 +1,40 @@
-"""``brt check REPORT.md --charter C | --snapshot S``: check the report a person or an agent wrote against the
-evidence the charter harvested (its store, or its snapshot after ``/clean``), offline.
+"""``brt check REPORT --charter C | --snapshot S``: check the report a person, an agent or brt wrote (Markdown, or
+brt's JSON or HTML: ``report_text``) against the evidence the charter harvested (its store, or its snapshot after
+``/clean``), offline. The evidence is verified first (``evidence_source``: the snapshot with ``brt verify``, the
+store with its check) and refused when it fails.
 
-For each claim of the report (``claims.py``: evidence-block lines, sentences, bullets, quoting footnotes):
+For each claim of the report (``claims.py``):
 
-- **citations resolve**: every cited URL is on the charter's allowlist and is a stored page (``url_key``:
-  scheme, trailing ``/`` and percent-encoding aside); an ``[Label Evidence #n]`` reference is an evidence line
-  of the report or a block of the charter's recorded synthesis; a ``[^id]`` has its definition. The date
-  given for a citation is the page's last-updated date (``unknown`` for a page without one); a citation
-  without a date is noted (it lowers ``citation_rate``) but does not fail the check;
-- **quotes are verbatim**: each quote of three words or more that the claim attributes is a span of a stored
-  chunk (or of the stored text) of a page it cites: whitespace collapsed, typographic quote marks and
-  apostrophes folded to ASCII, an elision marked only with ``…`` (``...`` is three full stops);
+- **citations resolve**: every cited or listed URL, read by ``evidence_source.web_url`` (http(s) only, as a
+  browser parses it), is on the charter's allowlist and is a stored page; an ``[Label Evidence #n]`` reference
+  is an evidence line of the report or a block of the recorded synthesis; a ``[^id]`` or ``[n]`` has its
+  definition. The date given for a citation is the page's last-updated date (``unknown`` for a page without
+  one); a citation without a date is noted (it lowers ``citation_rate``) but does not fail the check;
+- **quotes are verbatim** (``quotes.match_quote``): every quote the claim attributes, of any length, is on a page
+  it cites, after the normalisations a person accepts; an elision is checked fragment by fragment;
 - **claims are cited**: a claim with no citation fails unless it is marked as unsupported;
-- **support**: a claim that cites but does not quote is scored against the cited pages' passages by
-  ``support.support_scores``: supported, weakly supported or not found there. A claim that quotes and says
-  more (``SAYS_MORE_WORDS`` content words outside its quotes) is scored too, and fails when not found there.
+- **support**: a claim that cites but does not quote is judged by the fitted support model (``support.py``) against
+  the cited pages' passages: supported, weakly supported or not found there. A claim that quotes and says more
+  (``SAYS_MORE_WORDS`` content words outside its quotes) is judged too, and fails when not found there;
+- **brt's own lines** as what they state: the header's charter, an Agreement's sources and value, a Conflict's
+  two values, an acceptance verdict as recorded.
 
 Verdict of a claim, worst first: ``citation unresolved``, ``quote not verbatim``, ``wrong date``, ``uncited``,
-``not found there``, ``weakly supported``, then ``quoted`` / ``supported`` / ``marked unsupported``. The report
-passes (``ok``, exit 0) when no claim has a failing problem: every quote verbatim, every citation resolved with
-the right date, every claim cited or marked, no cited claim absent from its source.
+``not found there``, ``weakly supported``, then ``quoted`` / ``supported`` / ``listed`` / ``as recorded`` /
+``marked unsupported``. The report passes (``ok``, exit 0) when no claim has a failing problem.
 """
 
 from __future__ import annotations
 
-import functools
-import unicodedata
+import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .claims import Citation, ParsedReport, ReportClaim, parse_report
 from .errors import AuditError
-from .evidence_source import EvidenceSource, SourcePage
+from .evidence_source import EvidenceSource, SourcePage, url_key
 
 if TYPE_CHECKING:
     from ..charter import Charter
@@ -53,14 +54,21 @@ __all__ = [
     "quote_in_text",
 ]
 
-#: The largest report brt checks (a Markdown file: far larger is not a report).
-MAX_REPORT_BYTES = 16_000_000
+#: The largest report brt checks (a report far larger is no report; parsing is linear, support scoring is not free).
+MAX_REPORT_BYTES = 2_000_000
+#: The most claims one check reads (a longer report is refused: split it). It bounds the time a check takes, and
+#: so how soon the MCP ``check_report`` answers, whatever the report holds.
+MAX_CLAIMS = 1_000
 #: Problems that fail the check (exit 1). ``no_date`` is only noted.
-FAILING = frozenset({"quote_not_verbatim", "quote_elsewhere", "wrong_date", "off_allowlist", "not_harvested",
-                     "unknown_reference", "missing_footnote", "uncited", "not_found"})
+FAILING = frozenset({"quote_not_verbatim", "quote_elsewhere", "elision_changes_quote", "wrong_date",
+                     "off_allowlist", "not_harvested", "not_a_web_url", "unknown_reference", "missing_footnote",
+                     "uncited", "not_found", "wrong_charter", "agreement_not_found", "conflict_not_found",
+                     "acceptance_not_recorded"})
 _ORDER = ["citation unresolved", "quote not verbatim", "wrong date", "uncited", "not found there",
-          "weakly supported", "quoted", "supported", "marked unsupported"]
-_UNRESOLVED = frozenset({"off_allowlist", "not_harvested", "unknown_reference", "missing_footnote"})
+          "weakly supported", "quoted", "supported", "listed", "as recorded", "marked unsupported"]
+_OWN_KINDS = frozenset({"header", "agreement", "conflict", "acceptance"})
+_UNRESOLVED = frozenset({"off_allowlist", "not_harvested", "not_a_web_url", "unknown_reference",
+                         "missing_footnote"})
 
 
 class CheckError(AuditError):
@@ -145,6 +153,8 @@ class CheckReport:
     charter_id: str
     claims: list[ClaimResult]
     gaps: int = 0
+    verified: str | None = None  # what was verified before the check (the snapshot's verdict, the store check)
+    warnings: list[str] = field(default_factory=list)  # what that verification warned of
 
     @property
     def ok(self) -> bool:
@@ -173,11 +183,13 @@ class CheckReport:
         (verbatim quotes, of the quotes checked) and ``supported_rate`` (claims quoted verbatim or supported,
         of the cited claims); None when there is nothing to divide by."""
         t = self.totals()
-        backed = sum(1 for c in self.claims if c.citations and c.verdict in ("quoted", "supported"))
+        statements = [c for c in self.claims if c.kind not in _OWN_KINDS]  # brt's header, agreement, ... aside
+        stated = [c for c in statements if c.kind != "source" and c.citations]
+        backed = sum(1 for c in stated if c.verdict in ("quoted", "supported"))
         return {
-            "citation_rate": _ratio(t["with_url_and_date"], t["claims"]),
+            "citation_rate": _ratio(sum(1 for c in statements if c.has_url_and_date), len(statements)),
             "quote_accuracy": _ratio(t["quotes_verbatim"], t["quotes"]),
-            "supported_rate": _ratio(backed, t["cited"]),
+            "supported_rate": _ratio(backed, len(stated)),
         }
 
     def lines(self, width: int = 100) -> list[str]:
@@ -192,6 +204,9 @@ class CheckReport:
             if c.evidence is not None and c.evidence.passage and c.verdict != "supported":
                 out.append(f"       best passage: {_clip(c.evidence.passage, width)}")
             out += [f"       closest: {_clip(q.closest, width)}" for q in c.quotes if not q.verbatim and q.closest]
+        if self.verified:
+            out.append(f"verified first: {self.verified}" + (f" ({len(self.warnings)} warning(s))"
+                                                             if self.warnings else ""))
         return [*out, self.verdict()]
 
     def verdict(self) -> str:
@@ -217,33 +232,13 @@ def _ratio(a: int, b: int) -> float | None:
 
 # -- quotes ---------------------------------------------------------------------------------------------------
 
-_FOLD = str.maketrans({"‘": "'", "’": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"', "″": '"'})
-_ELISION = "…"
-
-
-@functools.lru_cache(maxsize=8192)
-def _fold(text: str) -> str:
-    """NFC, typographic quote marks and apostrophes as ASCII, invisible characters removed, whitespace
-    collapsed."""
-    from ..untrusted import strip_invisible
-
-    return " ".join(strip_invisible(unicodedata.normalize("NFC", text)).translate(_FOLD).split())
-
 
 def quote_in_text(quote: str, text: str) -> bool:
-    """Whether ``quote`` is verbatim in ``text``: whitespace collapsed, quote marks folded, and each ``…`` an
-    elision (the parts around it appear in order)."""
-    parts = [p.strip() for p in _fold(quote).split(_ELISION)]
-    parts = [p for p in parts if p]
-    if not parts:
-        return False
-    haystack, pos = _fold(text), 0
-    for part in parts:
-        found = haystack.find(part, pos)
-        if found < 0:
-            return False
-        pos = found + len(part)
-    return True
+    """Whether ``quote`` is verbatim in ``text`` (``quotes.match_quote``: the normalisations a person accepts,
+    elisions fragment by fragment within one sentence, changing nothing)."""
+    from .quotes import match_quote
+
+    return match_quote(quote, text).found
 
 
 # -- checking -------------------------------------------------------------------------------------------------
@@ -262,16 +257,24 @@ def _resolve(c: Citation, parsed: ParsedReport, source: EvidenceSource, problems
     if c.kind == "footnote":
         problems.append(Problem("missing_footnote", f"{c.text} has no footnote definition"))
         return _Resolved(check, None, False)
+    if c.kind == "ref":
+        problems.append(Problem("unknown_reference", f"[{c.n}] is not in the report's list of references"))
+        return _Resolved(check, None, False)
     if c.kind == "evidence" and c.url is None:
         if not _from_reference(c, parsed, source, check):
             problems.append(Problem("unknown_reference", f"{c.ref} is neither an evidence line of the report nor "
                                                          f"a block of the charter's recorded synthesis"))
             return _Resolved(check, None, False)
     assert check.url is not None
+    from .evidence_source import web_url
+
+    url, why = web_url(check.url)
+    if url is None:
+        problems.append(Problem("not_a_web_url", f"{check.url} {why}"))
+        return _Resolved(check, None, False)
     page = source.page_for(check.url)
-    if page is None or not _allowed(page.url, source):
-        allowed = _allowed(_absolute(check.url), source)
-        kind, why = ("not_harvested", "is not a page the charter's store holds") if allowed else (
+    if page is None or not _allowed(url.href, source):
+        kind, why = ("not_harvested", "is not a page the charter's store holds") if _allowed(url.href, source) else (
             "off_allowlist", "is not on the charter's allowed_domains")
         problems.append(Problem(kind, f"{check.url} {why}"))
         return _Resolved(check, None, False)
@@ -295,50 +298,59 @@ def _from_reference(c: Citation, parsed: ParsedReport, source: EvidenceSource, c
     return True
 
 
-def _absolute(url: str) -> str:
-    return url if "://" in url else "https://" + url
-
-
-def _allowed(url: str, source: EvidenceSource) -> bool:
+def _allowed(href: str, source: EvidenceSource) -> bool:
     from ..charter import url_allowed
 
-    return source.allowed_domains is None or url_allowed(_absolute(url), source.allowed_domains)
+    return source.allowed_domains is None or url_allowed(href, source.allowed_domains)
 
 
 def _check_date(check: CitationCheck, problems: list[Problem]) -> None:
-    expected = check.page_last_updated or "unknown"
+    from .claims import iso_date
+
+    expected = iso_date(check.page_last_updated[:10]) if check.page_last_updated else "unknown"
     if check.date is None:
         problems.append(Problem("no_date", f"{check.url}: no last-updated date given (the page says {expected})"))
-    elif check.date.strip().lower() != expected.lower():
+    elif iso_date(check.date) != expected:
         problems.append(Problem("wrong_date", f"{check.url}: last updated {check.date} given, the page says "
                                               f"{expected}"))
 
 
 def _check_quote(quote: str, pages: list[SourcePage], source: EvidenceSource, problems: list[Problem]) -> QuoteCheck:
+    why: str | None = None
     for page in pages:
-        where = _find(quote, page, source)
+        where, reason = _find(quote, page, source)
         if where is not None:
             return QuoteCheck(quote, True, page.url, where)
-    elsewhere = next((p for p in source.pages if p not in pages and _find(quote, p, source) is not None), None)
+        why = why or reason
     closest = _closest(quote, pages, source)
     cited = ", ".join(p.url for p in pages)
+    if why is not None:
+        problems.append(Problem("elision_changes_quote", f"the quote is not what {cited} says: {why}"))
+        return QuoteCheck(quote, False, None, closest=closest)
+    elsewhere = next((p for p in source.pages if p not in pages and _find(quote, p, source)[0] is not None), None)
     if elsewhere is not None:
         problems.append(Problem("quote_elsewhere", f"the quote is on {elsewhere.url}, not on the page cited "
                                                    f"({cited})"))
         return QuoteCheck(quote, False, elsewhere.url, closest=closest)
-    hint = " (an elision is marked with …, not ...)" if "..." in quote else ""
-    problems.append(Problem("quote_not_verbatim", f"the quote is not verbatim on {cited}{hint}"))
+    problems.append(Problem("quote_not_verbatim", f"the quote is not verbatim on {cited}"))
     return QuoteCheck(quote, False, None, closest=closest)
 
 
-def _find(quote: str, page: SourcePage, source: EvidenceSource) -> str | None:
-    """The id of a chunk of ``page`` holding ``quote`` ("page text" when only the stored text does)."""
-    for chunk in source.chunks_of(page):
-        if quote_in_text(quote, chunk.text):
-            return chunk.id
-    if page.text and quote_in_text(quote, page.text):
-        return "page text"
-    return None
+def _find(quote: str, page: SourcePage, source: EvidenceSource) -> tuple[str | None, str | None]:
+    """The id of a chunk of ``page`` holding ``quote`` ("page text" or "page title" when only the stored text or
+    title does), or None and, when an elision is the trouble, why."""
+    from .quotes import match_quote
+
+    why = None
+    texts = [(c.id, c.text) for c in source.chunks_of(page)]
+    texts += [("page text", page.text)] if page.text else []
+    texts += [("page title", page.title)] if page.title else []
+    for where, text in texts:
+        found = match_quote(quote, text)
+        if found.found:
+            return where, None
+        why = why or found.why
+    return None, why
 
 
 def _closest(quote: str, pages: list[SourcePage], source: EvidenceSource) -> str | None:
@@ -356,7 +368,21 @@ def _closest(quote: str, pages: list[SourcePage], source: EvidenceSource) -> str
 
 
 def _support(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource) -> tuple[str, Evidence]:
-    from .support import SUPPORTED, WEAK, passages, support_scores
+    """The support model's verdict on a claim against the passages of the pages it cites (``support.py``),
+    with the bundled embedding model the model was fitted with, whatever model the store uses; a claim said
+    twice against the same pages is judged once."""
+    key = (claim.plain, tuple(p.url for p in pages))
+    cache = source.__dict__.setdefault("_support_cache", {})
+    if key not in cache:
+        cache[key] = _judge(claim, pages, source)
+    verdict, evidence = cache[key]
+    return verdict, replace(evidence)
+
+
+def _judge(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource) -> tuple[str, Evidence]:
+    from memory_store.embeddings import get_embedder
+
+    from .support import SUPPORTED, WEAK, closest, passages
 
     candidates: list[tuple[str, SourcePage]] = []
     for page in pages:
@@ -364,19 +390,24 @@ def _support(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource
         for text in texts:
             candidates += [(p, page) for p in passages(text)]
     candidates = list({(p, page.url): (p, page) for p, page in candidates}.values())
-    scores = support_scores(claim.plain, [p for p, _ in candidates], source.embedder()) if candidates else []
-    if not scores:
+    read = closest(claim.plain, [p for p, _ in candidates], get_embedder()) if candidates else []
+    if not read:
         page = pages[0]
         return "not found there", Evidence(page.url, page.last_updated, None, 0.0)
-    best = max(range(len(scores)), key=scores.__getitem__)
+    best = max(range(len(read)), key=lambda i: (read[i].probability, read[i].closeness))
     passage, page = candidates[best]
-    score = scores[best]
+    score = round(read[best].probability, 4)
     verdict = "supported" if score >= SUPPORTED else "weakly supported" if score >= WEAK else "not found there"
     return verdict, Evidence(page.url, page.last_updated, passage, score)
 
 
 def _check_claim(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource) -> ClaimResult:
     result = ClaimResult(claim.line, claim.text, claim.kind, "")
+    own = _OWN_LINES.get(claim.kind)
+    if own is not None:
+        own(claim, parsed, source, result)
+        result.verdict = _worst(result)
+        return result
     if not claim.citations:
         if claim.marked_unsupported:
             result.verdict = "marked unsupported"
@@ -387,7 +418,9 @@ def _check_claim(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSourc
     resolved = [_resolve(c, parsed, source, result.problems) for c in claim.citations]
     result.citations = [r.citation for r in resolved]
     pages = list({id(r.page): r.page for r in resolved if r.page is not None and r.quote_here}.values())
-    if pages and claim.quotes:
+    if claim.kind == "source":
+        result.verdict = "listed"
+    elif pages and claim.quotes:
         result.quotes = [_check_quote(q, pages, source, result.problems) for q in claim.quotes]
         found = next((q for q in result.quotes if q.verbatim), None)
         page = next((p for p in pages if found is not None and p.url == found.url), pages[0])
@@ -406,6 +439,107 @@ def _check_claim(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSourc
     return result
 
 
+# -- brt's own line types ---------------------------------------------------------------------------------------
+
+
+def _header(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource, result: ClaimResult) -> None:
+    """``Charter `id` · generated …``: the report is of the charter it is checked against."""
+    named = str(claim.info.get("id") or "").strip("`")
+    if named != source.charter_id:
+        result.problems.append(Problem("wrong_charter", f"the report is of charter {named}, the {source.origin} "
+                                                        f"of charter {source.charter_id}"))
+    result.verdict = "as recorded"
+
+
+def _blocks_of(label: str, parsed: ParsedReport, source: EvidenceSource) -> dict[int, list[str]]:
+    """Block n of section ``label`` -> the URLs it cites (its own and "also at"), from the report's evidence
+    lines or else the recorded synthesis."""
+    out: dict[int, list[str]] = {}
+    for (lab, n), c in parsed.evidence_lines.items():
+        if lab == label and c.url:
+            out[n] = [c.url]
+    for claim in parsed.claims:
+        if claim.kind == "evidence line" and claim.citations[0].label == label:
+            out[claim.citations[0].n or 0] = [c.url for c in claim.citations if c.url]
+    for (lab, n), block in source.blocks.items():
+        recorded = [str(block.get("url"))] + [str(a.get("url")) for a in block.get("also_at") or []
+                                              if isinstance(a, dict)]
+        if lab == label and (n not in out or url_key(out[n][0]) == url_key(recorded[0])):
+            out[n] = list(dict.fromkeys([*out.get(n, []), *recorded]))  # "also at" that the report leaves out
+    return out
+
+
+def _page_states(source: EvidenceSource, url: str, value: str) -> bool:
+    """Whether the stored page at ``url`` states ``value``'s numbers (or, without numbers, its words)."""
+    from .support import numbers
+
+    page = source.page_for(url)
+    if page is None:
+        return False
+    text = " ".join(c.text for c in source.chunks_of(page)) or page.text or ""
+    wanted = numbers(value)
+    if wanted:
+        return wanted <= numbers(text)
+    return quote_in_text(value, text)
+
+
+def _agreement(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource, result: ClaimResult) -> None:
+    """``[X Agreement] N sources agree on V (#a, #b)``: the blocks named cite N pages, and each states V."""
+    from .claims import AGREE_PART
+
+    label = str(claim.info.get("label") or "")
+    blocks = _blocks_of(label, parsed, source)
+    parts = list(AGREE_PART.finditer(str(claim.info.get("body") or "")))
+    if not parts:
+        result.problems.append(Problem("agreement_not_found", "the line names no agreement brt can check"))
+    for m in parts:
+        ns = [int(x) for x in re.findall(r"\d+", m.group("blocks"))]
+        urls = list(dict.fromkeys(u for n in ns for u in blocks.get(n, [])))
+        value, count = m.group("value"), int(m.group("count"))
+        missing = [n for n in ns if n not in blocks]
+        silent = [u for u in urls if not _page_states(source, u, value)]
+        if missing or len(urls) < count or silent:
+            why = (f"no block #{missing[0]} in {label}" if missing else
+                   f"{len(urls)} source(s) cited, {count} said" if len(urls) < count else f"{silent[0]} does not "
+                                                                                          f"state {value}")
+            result.problems.append(Problem("agreement_not_found", f"{count} sources agree on {value}: {why}"))
+    result.verdict = "as recorded"
+
+
+def _conflict(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource, result: ClaimResult) -> None:
+    """``[X Conflict] A vs B``: two different values, each stated by a page a block of the section cites."""
+    from .support import numbers
+
+    label = str(claim.info.get("label") or "")
+    urls = list(dict.fromkeys(u for us in _blocks_of(label, parsed, source).values() for u in us))
+    a, b = str(claim.info.get("a") or ""), str(claim.info.get("b") or "")
+    said_a = [u for u in urls if _page_states(source, u, a)]
+    said_b = [u for u in urls if _page_states(source, u, b)]
+    if numbers(a) == numbers(b) or not said_a or not said_b or set(said_a) == set(said_b) == {said_a[0]}:
+        result.problems.append(Problem("conflict_not_found", f"no two blocks of {label} state {a} and {b}"))
+    result.verdict = "as recorded"
+
+
+def _acceptance(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource, result: ClaimResult) -> None:
+    """``- **covered**: criterion — reason``: the verdict the recorded synthesis gave that criterion."""
+    from .quotes import fold
+
+    criterion, verdict = str(claim.info.get("criterion") or ""), str(claim.info.get("verdict") or "")
+    recorded = [v for v in source.acceptance or [] if fold(str(v.get("criterion") or "")) == fold(criterion)]
+    if source.acceptance is None:
+        result.problems.append(Problem("acceptance_not_recorded", "no acceptance verdicts are recorded: this one "
+                                                                  "cannot be checked"))
+    elif not recorded:
+        result.problems.append(Problem("acceptance_not_recorded", "the recorded synthesis has no such criterion"))
+    elif str(recorded[0].get("verdict")) != verdict:
+        result.problems.append(Problem("acceptance_not_recorded", f"the recorded verdict is "
+                                                                  f"{recorded[0].get('verdict')}, not {verdict}"))
+    result.verdict = "as recorded"
+
+
+_OWN_LINES = {"header": _header, "agreement": _agreement, "conflict": _conflict, "acceptance": _acceptance}
+
+
 #: A claim that quotes is scored as a claim too when it holds this many content words outside its quotes.
 SAYS_MORE_WORDS = 5
 
@@ -420,7 +554,7 @@ def _worst(result: ClaimResult) -> str:
     kinds = {p.kind for p in result.problems}
     if kinds & _UNRESOLVED:
         return "citation unresolved"
-    if kinds & {"quote_not_verbatim", "quote_elsewhere"}:
+    if kinds & {"quote_not_verbatim", "quote_elsewhere", "elision_changes_quote"}:
         return "quote not verbatim"
     if "wrong_date" in kinds:
         return "wrong date"
@@ -428,34 +562,54 @@ def _worst(result: ClaimResult) -> str:
 
 
 def check_text(text: str, source: EvidenceSource, *, report: str | Path = "report.md") -> CheckReport:
-    """Check Markdown ``text`` against ``source`` (see the module docstring)."""
-    parsed = parse_report(text)
+    """Check a report's ``text`` against ``source`` (see the module docstring): Markdown, or brt's JSON or
+    HTML (``report_text.as_markdown``, by the name ``report`` or the text itself)."""
+    from .report_text import as_markdown
+
+    try:
+        markdown = as_markdown(text, str(report))
+    except ValueError as exc:
+        raise CheckError(f"cannot read report {Path(report).name}: {exc}") from None
+    parsed = parse_report(markdown)
+    if len(parsed.claims) > MAX_CLAIMS:
+        raise CheckError(f"report {Path(report).name} holds {len(parsed.claims)} claims, more than the "
+                         f"{MAX_CLAIMS} one check reads: check it in parts")
     claims = [_check_claim(c, parsed, source) for c in parsed.claims]
-    return CheckReport(Path(report), source.origin, source.path, source.charter_id, claims, parsed.gaps)
+    return CheckReport(Path(report), source.origin, source.path, source.charter_id, claims, parsed.gaps,
+                       source.verified, list(source.warnings))
 
 
-def check_report(
-    report: str | Path, *, charter: Charter | None = None, snapshot: str | Path | None = None
-) -> CheckReport:
-    """Check the Markdown report at ``report`` against the charter's store, or against ``snapshot`` (an audit
-    snapshot; ``charter``, when given too, supplies the allowlist). CheckError for an unreadable report or
-    when neither is given; StoreNotFound / SnapshotError / CharterError pass through."""
+def read_report(report: str | Path, *, follow_links: bool = True) -> str:
+    """The text of the report file (a regular file, at most ``MAX_REPORT_BYTES``, UTF-8); with
+    ``follow_links`` False a symlink at the path is refused, not followed. CheckError otherwise."""
     from ..files import FileRefused, read_regular
-    from .evidence_source import from_snapshot, from_store
 
     path = Path(report).expanduser()
     try:  # a regular file only, read without blocking (a FIFO or a device is refused at once), and bounded
-        text = read_regular(path, limit=MAX_REPORT_BYTES, what="report").decode("utf-8")
+        return read_regular(path, limit=MAX_REPORT_BYTES, what="report", follow_symlinks=follow_links).decode("utf-8")
     except FileRefused as exc:
         raise CheckError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CheckError(f"cannot read report {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if snapshot is not None:
-        source = from_snapshot(snapshot, charter)
-    elif charter is not None:
-        source = from_store(charter)
-    else:
+
+
+def check_report(
+    report: str | Path, *, charter: Charter | None = None, snapshot: str | Path | None = None, har: bool = True,
+    follow_links: bool = True,
+) -> CheckReport:
+    """Check the report at ``report`` (Markdown, or brt's JSON or HTML) against the charter's store, or against
+    ``snapshot`` (an audit snapshot; ``charter``, when given too, supplies the allowlist). The evidence is
+    verified first: the snapshot with ``verify.verify`` (its HAR too unless ``har`` is False), the store with
+    its check; one that fails is refused (``evidence_source.SourceRefused``). CheckError for an unreadable
+    report (a symlink too, unless ``follow_links``) or when neither source is given; StoreNotFound /
+    SnapshotError / CharterError pass through."""
+    from .evidence_source import from_snapshot, from_store
+
+    if snapshot is None and charter is None:
         raise CheckError("give the charter (its store) or a snapshot to check the report against")
+    path = Path(report).expanduser()
+    text = read_report(path, follow_links=follow_links)
+    source = from_snapshot(snapshot, charter, har=har) if snapshot is not None else from_store(charter)  # type: ignore[arg-type]
     return check_text(text, source, report=path)
 
 
@@ -474,8 +628,6 @@ def report_json(result: CheckReport, quote: Any = None, url: Any = None) -> dict
     """The check as one JSON document: per claim its line, text, verdict, citations, quotes, evidence and
     problems; the totals and rates; ``ok``. ``quote(text, source)`` wraps text taken from the report or a page
     (the MCP server's untrusted-content delimiters); ``url`` gives a URL as an agent may see it."""
-    from .support import SUPPORTED, WEAK
-
     q, u = quote or _plain, url or _same
     where = f"the report {result.report.name} (may quote web pages)"
     claims = []
@@ -493,19 +645,45 @@ def report_json(result: CheckReport, quote: Any = None, url: Any = None) -> dict
             "evidence": _evidence_json(c.evidence, q, u),
             "problems": [_problem_json(p, quote) for p in c.problems],
         })
+    return {**summary_json(result, quote), "claims": claims}
+
+
+def claim_brief(c: ClaimResult, quote: Any, url: Any, report: str, width: int = 240) -> dict[str, Any]:
+    """One claim as an agent needs it to fix the report: its line, verdict and text (clipped), its failing
+    problems, and for a quote that is not verbatim the closest passage, for an unsupported claim the best one."""
+    where = f"the report {report} (may quote web pages), line {c.line}"
+    doc: dict[str, Any] = {"line": c.line, "verdict": _own(c.verdict, quote), "ok": c.ok,
+                           "text": quote(_clip(c.text, width), where)}
+    failing = [p for p in c.problems if p.failing]
+    if failing:
+        doc["problems"] = [{"kind": p.kind, "message": _escape(_clip(p.message, width), quote)} for p in failing]
+    closest = next((x for x in c.quotes if not x.verbatim and x.closest), None)
+    if closest is not None:
+        doc["closest"] = quote(_clip(closest.closest or "", width), closest.url)
+    elif c.evidence is not None and c.evidence.passage and c.verdict in ("not found there", "weakly supported"):
+        doc["best_passage"] = quote(_clip(c.evidence.passage, width), c.evidence.url)
+        doc["score"] = c.evidence.score
+    return doc
+
+
+def summary_json(result: CheckReport, quote: Any = None) -> dict[str, Any]:
+    """The check without its claims: verdict, rates, totals, what was verified (``claims`` left to the caller)."""
+    from .support import SUPPORTED, WEAK
+
     totals = result.totals()
-    totals["verdicts"] = {_own(v, quote): n for v, n in totals["verdicts"].items()}  # brt's words
+    totals["verdicts"] = {_own(v, quote): n for v, n in totals["verdicts"].items()}
     return {
-        "report": _own(str(result.report), quote),  # the paths the caller gave
+        "report": _own(str(result.report), quote),
         "charter_id": result.charter_id,
         "checked_against": result.origin,
         "source_path": _own(str(result.source_path), quote),
+        "verified": _own(result.verified, quote) if result.verified else None,
+        "verification_warnings": [_escape(_clip(w, 240), quote) for w in result.warnings[:5]],
         "ok": result.ok,
         "verdict": _own(result.verdict(), quote),
         **result.rates(),
         "totals": totals,
         "thresholds": {"supported": SUPPORTED, "weakly_supported": WEAK},
-        "claims": claims,
     }
 
 
@@ -522,7 +700,7 @@ def _problem_json(p: Problem, quote: Any) -> dict[str, Any]:
     return doc
 
 
-def _own(text: str, quote: Any) -> str:
+def _own(text: str, quote: Any) -> Any:
     """brt's own wording (counts, rates and the report's file name, which the caller gave): marked trusted for an
     agent (``untrusted.agent_document`` shows it outside the delimiters, escaped)."""
     if quote is None:

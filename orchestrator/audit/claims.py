@@ -1,51 +1,76 @@
-"""The claims of a Markdown report written by a person or an agent, with the quotes and citations they carry.
+"""The claims of a report written by a person, an agent or brt itself, with the quotes and citations they carry.
 
-``parse_report(text)`` reads the report line by line and returns one :class:`ReportClaim` per statement:
+``parse_report(text)`` reads the Markdown (``report_markdown.read_blocks``: markdown-it-py and one linear scan)
+and returns one :class:`ReportClaim` per statement:
 
-- an **evidence-block line** (``[CLS Evidence #1] "quote" — web.dev/x (last updated: 2025-09-14)``, as
-  ``brt synthesize`` prints it, also inside a list item): its quote, attributed to its URL and date; its
-  ``; also at URL (last updated: …)`` sources are citations too. ``[CLS Gap] …`` lines are gaps, not claims;
-- every **sentence** of a paragraph and every **bullet** (list item, table row), split with brt's one sentence
-  splitter (``memory_store.text``). Quotes (``"…"`` or ``“…”``) and citations are masked before the split, so
-  a quote of several sentences stays in one claim and a URL's dots end no sentence;
-- a **footnote definition** that quotes (``[^1]: "quote" — [title](https://…) (last updated: …)``).
+- brt's own line types, each checked as what it says (``check.py``): an **evidence-block line**
+  (``[CLS Evidence #1] "quote" — web.dev/x (last updated: 2025-09-14); also at …``), the **header**
+  (``Charter `id` · generated … ·``: the charter it names), an **Agreement** line (``[X Agreement] 2 sources
+  agree on 4 seconds (#1, #2)``: against the blocks it names), a **Conflict** line, the **acceptance
+  verdicts** (``- **covered**: criterion — reason``: against the recorded synthesis). ``[X Gap]`` lines are gaps;
+  the Goal line, the section questions, the harvest summary and the footer of ``brt report --format md`` and
+  code blocks (the concepts diagram) are no claims;
+- every **sentence** of a paragraph, every list item and table row: a **claim** when it states something
+  checkable. A question, an introduction ending in ``:``, a heading, a sentence of fewer than three words and
+  an uncited **framing sentence** ("Below is a summary of what the pages say": no number, no quote, and only
+  words about the report itself, ``META_WORDS``, and at most two topic words qualifying them) are not. A
+  sentence that cites different pages in different clauses ("A holds [1], and B holds [2].") is one claim per
+  clause, each with its own citations;
+- a **source listing**: a list item, table row or line that holds citations and next to nothing else (a
+  Sources or References list, an unreferenced link definition or footnote). Every URL a report lists is
+  checked, cited by a claim or not.
 
-Citations: inline links ``[text](url)``, reference links ``[text][id]`` with their ``[id]: url`` definition,
-autolinks ``<https://…>``, bare ``https://…`` URLs, a scheme-less URL after a dash that is followed by its
-date (``— host/path (last updated: …)``, the evidence-block style), ``[Label Evidence #n]`` references and
-``[^id]`` footnote references (which take the footnote definition's citations). The date of a citation is an
-ISO date (``YYYY-MM-DD``) or ``unknown`` given as ``last updated``/``updated``/``modified`` (``: `` optional),
-or in parentheses right after it; each date goes to the nearest citation of its sentence.
+Citations: inline links ``[text](url)``, reference links with their ``[id]: url`` definitions, autolinks, bare
+``http(s)://`` URLs, the scheme-less URL after a dash that evidence lines use, ``[Label Evidence #n]``,
+footnotes ``[^id]`` (the definition's citations), numbered references ``[1]`` / ``[1, 3]`` (defined by a
+``[1] URL`` line, a numbered list item of a References/Sources list, or ``[1]: URL``). The date of a citation is
+written ``(last updated: …)``, ``updated``/``modified`` (``on``, ``:`` optional), or in parentheses right after
+it; ISO dates, ``18 March 2025``, ``March 18, 2025``, ``2025/03/18`` and ``unknown`` are read (``iso_date``), and
+each date goes to the nearest citation of its sentence. Markers such as ``(unsupported)``, ``[no evidence]``,
+``[Label Gap]`` or a leading ``Unsupported:`` mark a claim as knowingly unsupported.
 
-A claim is a sentence or bullet that states something: at least three words outside its citations, not a
-heading, not a question, not an introduction ending in ``:``. A sentence or line that holds only citations
-("Source: [x](https://…)") attaches them to the claim before it. Markers such as ``(unsupported)``,
-``[no evidence]``, ``[Label Gap]`` or a leading ``Unsupported:`` mark a claim as knowingly unsupported.
-Quotes shorter than three words are read as part of the claim's text, not checked as quotes.
-
-Pure functions over text: no store, no model.
+Every quote a claim attributes is checked, however short. Pure functions over text: no store, no model.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-__all__ = ["Citation", "ReportClaim", "ParsedReport", "parse_report", "unescape_markdown"]
+from .report_markdown import MASKED, Block, Flat, Token, find_quotes, read_blocks, unescape
 
-#: Quotes shorter than this many words are not checked as quotes (scare quotes, names).
-MIN_QUOTE_WORDS = 3
-#: Statements shorter than this many words (citations and quotes masked) are not claims.
+__all__ = ["Citation", "ParsedReport", "ReportClaim", "iso_date", "parse_report", "unescape_markdown"]
+
+#: Statements shorter than this many words (citations and dates left out) are not claims.
 MIN_CLAIM_WORDS = 3
+#: Words a framing sentence is made of ("Below is a summary of what the pages say"): an uncited sentence of
+#: only these (and stop words, and at most two topic words that qualify one of these: "the harbour pages"),
+#: without a number or a quote, says nothing checkable.
+META_WORDS = frozenset(
+    "below above follow following follows here summary summaries summarise summarize summarised summarized overview "
+    "report reports section sections page pages source sources say says said state states stated find finds "
+    "found finding findings result results evidence detail details list lists listed note notes key main point "
+    "points answer answers question questions brief briefly look looks turn next first finally lastly "
+    "conclusion conclude concludes overall document documents topic topics research read show shows shown "
+    "discuss discusses discussed describe describes described information gathered collected available based "
+    "according cover covers covered let us we start begin now then".split()
+)
+_REFERENCE_HEADINGS = re.compile(
+    r"^(?:\d+[.)]?\s+)?(?:references?|sources?|bibliography|citations?|works cited|links|notes|footnotes|"
+    r"further reading|sources and references)\b", re.IGNORECASE)
+_VERDICTS = ("covered", "partial", "not covered", "partly covered")
 
 
 @dataclass
 class Citation:
     """One citation as written: a URL (``url``, maybe without its scheme) or an evidence-block reference
-    (``label`` and ``n``), and the date given for it (``None``: no date given)."""
+    (``label`` and ``n``), and the date given for it (``None``: no date given). ``kind`` ``footnote`` /
+    ``ref`` is a reference the report does not define."""
 
-    kind: str  # "link", "url", "evidence", "footnote", "also at"
-    text: str  # as written
+    kind: str  # "link", "url", "evidence", "also at", "footnote", "ref"
+    text: str
     url: str | None = None
     date: str | None = None
     label: str | None = None
@@ -54,22 +79,25 @@ class Citation:
 
     @property
     def ref(self) -> str | None:
-        return f"[{self.label} Evidence #{self.n}]" if self.label is not None else None
+        return f"[{self.label} Evidence #{self.n}]" if self.label is not None and self.n is not None else None
 
 
 @dataclass
 class ReportClaim:
     """A statement of the report: its line (1-based), its text as written (one line), the quotes it
-    attributes, its citations, and whether it is marked as unsupported."""
+    attributes, its citations, whether it is marked as unsupported; ``kind`` says what it is (``sentence``,
+    ``clause``, ``bullet``, ``row``, ``footnote``, ``source``, ``evidence line``, ``header``, ``agreement``,
+    ``conflict``, ``acceptance``) and ``info`` holds what a brt line type states."""
 
     line: int
     text: str
-    kind: str  # "evidence line", "sentence", "bullet", "footnote"
+    kind: str
     quotes: list[str] = field(default_factory=list)
     citations: list[Citation] = field(default_factory=list)
     marked_unsupported: bool = False
     plain: str = ""  # the text without its citations and quote marks (what a cited claim is scored by)
     outside: str = ""  # its words outside its quotes and citations
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -77,483 +105,556 @@ class ParsedReport:
     claims: list[ReportClaim]
     gaps: int  # ``[Label Gap]`` lines
     evidence_lines: dict[tuple[str, int], Citation]  # (label, n) -> the report's own evidence-block line
-
-
-# -- patterns --------------------------------------------------------------------------------------------------
-
-_DATE = r"(?P<date>\d{4}-\d{2}-\d{2}|unknown)"
-_EVIDENCE_LINE = re.compile(
-    r"^\s*(?:[-*+]\s+|\d{1,3}[.)]\s+)?\[(?P<label>[^\[\]\n]+?) Evidence #(?P<n>\d+)\]\s*"
-    r"\"(?P<quote>(?:[^\"\\]|\\.)*)\"\s*(?:—|–|--?)\s*(?P<url>\S+)\s*\(last updated:\s*(?P<date>[^)]*)\)"
-    r"(?P<rest>.*)$"
-)
-_ALSO_AT = re.compile(r";\s*also at\s+(?P<url>\S+)\s*\(last updated:\s*(?P<date>[^)]*)\)")
-_GAP_LINE = re.compile(r"^\s*(?:[-*+]\s+)?\[[^\[\]\n]+ Gap\]")
-_FOOTNOTE_DEF = re.compile(r"^\s{0,3}\[\^(?P<id>[^\]\s]+)\]:\s?(?P<text>.*)$")
-_LINK_DEF = re.compile(r"^\s{0,3}\[(?P<id>[^\]^][^\]]*)\]:\s*<?(?P<url>[^\s>]+)>?(?:\s+[\"'(].*)?\s*$")
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
-_SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
-_RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
-_LIST_ITEM = re.compile(r"^(?P<indent>\s*)(?:[-*+]|\d{1,3}[.)])\s+(?P<text>.*)$")
-_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
-_BLOCKQUOTE = re.compile(r"^\s{0,3}>\s?")
-
-# Inline tokens, tried in this order at each position.
-_INLINE = [
-    ("image", re.compile(r"!\[[^\]\n]*\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")),
-    ("evidence", re.compile(r"\[(?P<label>[^\[\]\n]+?) Evidence #(?P<n>\d+)\](?!\()")),
-    ("gap", re.compile(r"\[(?P<label>[^\[\]\n]+?) Gap\]")),
-    ("footnote", re.compile(r"\[\^(?P<id>[^\]\s]+)\]")),
-    ("link", re.compile(
-        r"\[(?P<text>(?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*<?(?P<url>[^\s)>]+)>?(?:\s+\"[^\"]*\")?\s*\)")),
-    ("reflink", re.compile(r"\[(?P<text>[^\[\]\n]+)\](?:\[(?P<id>[^\[\]\n]*)\])?")),
-    ("autolink", re.compile(r"<(?P<url>https?://[^\s>]+)>")),
-    ("url", re.compile(r"(?P<url>https?://[^\s<>\"“”)\]]+)")),
-    ("dashurl", re.compile(
-        r"(?:—|–|--)\s*(?P<url>[A-Za-z0-9][\w.-]*\.[A-Za-z0-9-]+(?::\d+)?(?:/\S*)?)(?=\s*\((?:last )?updated)")),
-    # a quote never holds a Markdown link or footnote: a stray quote mark must not swallow the next citation
-    ("quote", re.compile(
-        r"\"(?P<q>(?:[^\"\\\n\]\[]|\\.|\[(?!\^)|\](?!\())+)\"|“(?P<cq>(?:[^”\n\]\[]|\[(?!\^)|\](?!\())+)”")),
-]
-_DATE_NEAR = re.compile(
-    r"\(?\s*(?:(?:last[- ])?(?:updated|modified)(?:\s+on)?\s*:?\s*)" + _DATE + r"\s*\)?"
-    r"|\(\s*" + _DATE.replace("date", "pdate") + r"\s*\)"
-    r"|[,;]\s*" + _DATE.replace("date", "cdate") + r"(?=\s*\))",  # "(https://…, 2024-05-01)"
-    re.IGNORECASE,
-)
-_MARK = (
-    r"[\[(]\s*(?:unsupported|no evidence(?: found)?|not supported(?: by (?:the )?evidence)?|uncited|unverified"
-    r"|no source)\s*[\])]"
-)
-_UNSUPPORTED = re.compile(
-    _MARK + r"|^\s*(?:\*\*|_)?(?:unsupported|no evidence|unverified)(?:\*\*|_)?\s*:", re.IGNORECASE
-)
-#: A mark that opens a sentence belongs to the sentence before it ("… a claim. (unsupported) Next claim.").
-_LEADING_MARK = re.compile(r"\s*" + _MARK + r"\s*", re.IGNORECASE)
-_MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>\"'~])")
-_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
-_MASK = "\u27e6{}\u27e7"  # ⟦n⟧: a masked token (no dot, no space: the sentence splitter keeps it whole)
-_MASKED = re.compile("\u27e6(\\d+)\u27e7")
+    skipped: int = 0  # sentences read and found to be no claim (framing, questions, headings' lines)
 
 
 def unescape_markdown(text: str) -> str:
     """``text`` with Markdown backslash escapes removed (``\\"`` -> ``"``), as brt's evidence lines escape quotes."""
-    return _MD_ESCAPE.sub(r"\1", text)
+    return re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>\"'~])", r"\1", text)
 
 
-# -- blocks: paragraphs and list items with their line numbers ----------------------------------------------
+# -- dates ----------------------------------------------------------------------------------------------------
+
+_MONTHS = {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10,
+           "nov": 11, "dec": 12}
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+_ORD = r"(?:st|nd|rd|th)?"
+_DATE = (r"(?:\d{4}-\d{2}-\d{2}(?:T[\d:.]{2,15}Z?)?|\d{4}/\d{1,2}/\d{1,2}|\d{1,2}" + _ORD + r"\s{1,3}(?:of\s{1,3})?"
+         + _MONTH + r",?\s{1,3}\d{4}|" + _MONTH + r"\s{1,3}\d{1,2}" + _ORD + r",?\s{1,3}\d{4}|unknown)")
+_DATE_NEAR = re.compile(
+    r"\(?\s{0,3}(?:last[- ])?(?:updated|modified)(?:\s{1,3}on)?\s{0,3}:?\s{0,3}(?P<date>" + _DATE + r")\s{0,3}\)?"
+    r"|\(\s{0,3}(?P<pdate>" + _DATE + r")\s{0,3}\)"
+    r"|[,;]\s{0,3}(?P<cdate>" + _DATE + r")(?=\s{0,3}\))",
+    re.IGNORECASE,
+)
 
 
-@dataclass
-class _Block:
-    kind: str  # "sentence" (a paragraph) or "bullet"
-    parts: list[tuple[int, str]]  # (line number, text) of each line
-
-    def text(self) -> str:
-        return " ".join(t.strip() for _, t in self.parts)
-
-    def line_at(self, offset: int) -> int:
-        pos = 0
-        for line, t in self.parts:
-            pos += len(t.strip()) + 1
-            if offset < pos:
-                return line
-        return self.parts[-1][0]
-
-
-@dataclass
-class _Scan:
-    blocks: list[_Block] = field(default_factory=list)
-    footnotes: dict[str, tuple[int, str]] = field(default_factory=dict)
-    links: dict[str, str] = field(default_factory=dict)
-    evidence: list[tuple[int, re.Match[str]]] = field(default_factory=list)
-    gaps: int = 0
-    current: _Block | None = None
-    footnote: str | None = None
-    table: str | None = None  # inside a table: "header" (its first row), then "body"
-
-    def close(self) -> None:
-        if self.current is not None and self.current.parts:
-            self.blocks.append(self.current)
-        self.current = None
-        self.footnote = None
-
-    def add(self, kind: str, line: int, text: str) -> None:
-        if self.current is None or self.current.kind != kind or kind == "bullet":
-            self.close()
-            self.current = _Block(kind, [])
-        self.current.parts.append((line, text))
+def iso_date(text: str) -> str:
+    """A date as written, as ``YYYY-MM-DD`` ("18 March 2025", "March 18, 2025", "2025/03/18", an ISO time
+    cut to its day); ``unknown`` lower-cased; anything else as given."""
+    t = " ".join(text.split()).strip().lower().rstrip(".")
+    if t == "unknown":
+        return t
+    m = re.fullmatch(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:t.*)?", t)
+    if m:
+        return _ymd(int(m.group(1)), int(m.group(2)), int(m.group(3))) or text
+    m = re.fullmatch(r"(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]+)\.?,?\s+(\d{4})", t) or None
+    if m:
+        return _ymd(int(m.group(3)), _MONTHS.get(m.group(2)[:3], 0), int(m.group(1))) or text
+    m = re.fullmatch(r"([a-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})", t)
+    if m:
+        return _ymd(int(m.group(3)), _MONTHS.get(m.group(1)[:3], 0), int(m.group(2))) or text
+    return text
 
 
-def _scan(text: str) -> _Scan:
-    scan = _Scan()
-    fence: str | None = None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if fence is not None:
-            fence = None if raw.strip().startswith(fence) else fence
-            continue
-        opened = _FENCE.match(raw)
-        if opened:
-            scan.close()
-            fence = opened.group(1)
-            continue
-        _scan_line(scan, number, raw)
-    scan.close()
-    return scan
+def _ymd(y: int, m: int, d: int) -> str | None:
+    import datetime as dt
 
-
-def _scan_line(scan: _Scan, number: int, raw: str) -> None:
-    line = _BLOCKQUOTE.sub("", raw)
-    if not line.strip():
-        scan.close()
-        scan.table = None
-        return
-    if _HEADING.match(line) or _RULE.match(line) or (_SETEXT.match(line) and scan.current is not None):
-        if _SETEXT.match(line) and scan.current is not None:
-            scan.current = None  # the paragraph above was a heading
-        scan.close()
-        return
-    if _continues_footnote(scan, number, raw):
-        return
-    if _definition(scan, number, line):
-        return
-    if _EVIDENCE_LINE.match(line):
-        scan.close()
-        scan.evidence.append((number, _EVIDENCE_LINE.match(line)))  # type: ignore[arg-type]
-        return
-    if _GAP_LINE.match(line):
-        scan.close()
-        scan.gaps += 1
-        return
-    _content_line(scan, number, line)
-
-
-def _continues_footnote(scan: _Scan, number: int, raw: str) -> bool:
-    if scan.footnote is None or not raw.startswith(("  ", "\t")):
-        return False
-    first, text = scan.footnotes[scan.footnote]
-    scan.footnotes[scan.footnote] = (first, text + " " + raw.strip())
-    return True
-
-
-def _definition(scan: _Scan, number: int, line: str) -> bool:
-    foot = _FOOTNOTE_DEF.match(line)
-    if foot:
-        scan.close()
-        scan.footnotes[foot.group("id")] = (number, foot.group("text").strip())
-        scan.footnote = foot.group("id")
-        return True
-    link = _LINK_DEF.match(line)
-    if link and not _INLINE[1][1].match(line.strip()):
-        scan.close()
-        scan.links[link.group("id").strip().lower()] = link.group("url")
-        return True
-    return False
-
-
-def _content_line(scan: _Scan, number: int, line: str) -> None:
-    if not line.lstrip().startswith("|"):
-        scan.table = None
-    elif _TABLE_SEP.match(line):
-        scan.table = "body"
-        return
-    elif scan.table is None:
-        scan.table = "header"  # the header row: not a claim
-        scan.close()
-        return
-    else:
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        scan.add("bullet", number, " ".join(c for c in cells if c))
-        return
-    item = _LIST_ITEM.match(line)
-    if item:
-        scan.add("bullet", number, item.group("text"))
-    elif scan.current is not None and scan.current.kind == "bullet" and line.startswith((" ", "\t")):
-        scan.current.parts.append((number, line))  # a list item's continuation line
-    else:
-        scan.add("sentence", number, line)
-
-
-# -- inline tokens ------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Token:
-    kind: str
-    start: int
-    end: int
-    text: str
-    index: int = -1
-    citations: list[Citation] = field(default_factory=list)
-    quote: str | None = None
-
-
-def _tokens(text: str, links: dict[str, str]) -> list[_Token]:
-    out: list[_Token] = []
-    pos = 0
-    while pos < len(text):
-        found = _token_at(text, pos, links)
-        if found is None:
-            pos += 1
-            continue
-        found.index = len(out)
-        out.append(found)
-        pos = found.end
-    return out
-
-
-def _token_at(text: str, pos: int, links: dict[str, str]) -> _Token | None:
-    if text[pos] not in "![<h\"“—–-":
+    try:
+        return dt.date(y, m, d).isoformat()
+    except ValueError:
         return None
-    for kind, pattern in _INLINE:
-        m = pattern.match(text, pos)
-        if m is None:
-            continue
-        token = _make_token(kind, m, links)
-        if token is not None:
-            return token
+
+
+# -- brt's own line types ---------------------------------------------------------------------------------------
+
+_EVIDENCE_LINE = re.compile(
+    "^\\s*\u27e6(?P<ev>\\d+)\u27e7\\s*[\"“](?P<quote>[^\"”]*)[\"”]\\s*\u27e6(?P<src>\\d+)\u27e7"
+    r"\s{0,8}\(last updated:\s{0,8}(?P<date>[^)]{0,40})\)(?P<rest>.*)$", re.DOTALL)
+_ALSO_AT = re.compile(r"(?<=\));\s{0,8}also at\s{1,8}(?P<url>[^\s(]{1,2000})\s{0,8}\(last updated:\s{0,8}"
+                      r"(?P<date>[^)]{0,40})\)")
+_AGREEMENT = re.compile(r"^\[(?P<label>[^\[\]\n]{1,100}?) Agreement\]\s*(?P<body>.*)$", re.DOTALL)
+AGREE_PART = re.compile(r"(?P<count>\d{1,4}) sources agree on (?P<value>.{1,300}?) \((?P<blocks>#\d{1,4}"
+                         r"(?:,\s{0,3}#\d{1,4}){0,50})\)")
+_CONFLICT = re.compile(r"^\[(?P<label>[^\[\]\n]{1,100}?) Conflict\]\s*(?P<a>.{1,300}?) vs (?P<b>.{1,300}?)"
+                       r"(?: \(about: (?P<about>[^)]{0,500})\))?\s*$", re.DOTALL)
+_HEADER = re.compile(r"^Charter (?P<id>\S{1,200}) · generated (?P<at>\S{1,40}) · (?P<rest>.*)$", re.DOTALL)
+_FOOTER = re.compile(r"^Report of (?:the store of charter (?P<id>\S{1,200})|snapshot (?P<snap>\S{1,300}) .*)\.$")
+_HARVEST = re.compile(r"^(?:runs: \d+; URLs attempted: \d+|last run(?:, \w+)?: )")
+
+
+def _brt_line(block: Block, flat: Flat, ctx: _Ctx) -> ReportClaim | None | bool:
+    """A line of one of brt's own types as its claim; True when it is one that is no claim; None otherwise."""
+    text = flat.text
+    tokens = flat.tokens
+    line = flat.lines[0][1]
+    first = MASKED.match(text)
+    if first is not None and tokens[int(first.group(1))].kind == "gap":
+        ctx.gaps += 1
+        return True
+    m = _EVIDENCE_LINE.match(text)
+    if m and tokens[int(m.group("ev"))].kind == "evidence" and tokens[int(m.group("src"))].url:
+        return _evidence_claim(line, flat, m)
+    plain = flat.plain().strip()
+    if block.kind == "paragraph" and (plain.startswith("Goal: ") or _FOOTER.match(plain)):
+        return True
+    if _HARVEST.match(plain) and block.heading.lower().startswith("harvest"):
+        return True
+    for pattern, kind in ((_AGREEMENT, "agreement"), (_CONFLICT, "conflict"), (_HEADER, "header")):
+        found = pattern.match(plain)
+        if found:
+            return ReportClaim(line, " ".join(plain.split()), kind, info=found.groupdict())
+    if flat.lead is not None and flat.lead.strip().lower() in _VERDICTS and plain[len(flat.lead):].startswith(":"):
+        criterion, _, reason = plain[len(flat.lead) + 1:].strip().partition(" — ")
+        return ReportClaim(line, " ".join(plain.split()), "acceptance", info={
+            "verdict": flat.lead.strip().lower(), "criterion": " ".join(criterion.split()), "reason": reason})
     return None
 
 
-def _make_token(kind: str, m: re.Match[str], links: dict[str, str]) -> _Token | None:
-    token = _Token(kind, m.start(), m.end(), m.group(0))
-    if kind == "evidence":
-        token.citations = [Citation("evidence", m.group(0), label=m.group("label").strip(), n=int(m.group("n")))]
-    elif kind in ("link", "autolink", "url", "dashurl"):
-        url = m.group("url").rstrip(".,;:!?") if kind == "url" else m.group("url")
-        token.end = m.start() + m.group(0).find(url) + len(url) if kind == "url" else token.end
-        token.text = m.group(0)[: token.end - m.start()]
-        token.citations = [Citation("link" if kind != "url" else "url", token.text, url=url)]
-    elif kind == "reflink":
-        ref = (m.group("id") or m.group("text") or "").strip().lower()
-        if ref not in links:
-            return None
-        token.citations = [Citation("link", m.group(0), url=links[ref])]
-    elif kind == "quote":
-        token.quote = unescape_markdown(m.group("q") if m.group("q") is not None else m.group("cq"))
-    return token
+def _evidence_claim(line: int, flat: Flat, m: re.Match[str]) -> ReportClaim:
+    ev, src = flat.tokens[int(m.group("ev"))], flat.tokens[int(m.group("src"))]
+    quote = unescape(MASKED.sub(lambda q: flat.tokens[int(q.group(1))].text, m.group("quote")))
+    main = Citation("evidence", flat.plain(0, m.end("date") + 1).strip(), url=src.url, date=m.group("date").strip(),
+                    label=ev.label, n=ev.n, quote=quote)
+    citations = [main]
+    rest = flat.plain(m.start("rest"))
+    for also in _ALSO_AT.finditer(")" + rest):
+        citations.append(Citation("also at", also.group(0), url=also.group("url"), date=also.group("date").strip()))
+    text = " ".join(flat.plain().split())
+    return ReportClaim(line, text, "evidence line", [quote], citations, False, quote)
 
 
-# -- claims ---------------------------------------------------------------------------------------------------
+# -- parsing ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Ctx:
+    """What the blocks of one report share: footnotes, numbered references, link definitions."""
+
+    footnotes: dict[str, list[Citation]] = field(default_factory=dict)
+    refs: dict[int, list[Citation]] = field(default_factory=dict)
+    used_footnotes: set[str] = field(default_factory=set)
+    used_refs: set[int] = field(default_factory=set)
+    cited_urls: set[str] = field(default_factory=set)
+    gaps: int = 0
+    skipped: int = 0
+    conflict_line: int = -10  # the last [X Conflict] line: the quotes listed under it are its sides
 
 
 def parse_report(text: str) -> ParsedReport:
     """The claims of a Markdown report (see the module docstring)."""
-    scan = _scan(text)
-    claims: list[tuple[int, ReportClaim]] = []  # (order key, claim)
+    blocks, linkrefs, _ = read_blocks(text)
+    ctx = _Ctx()
+    claims: list[ReportClaim] = []
+    for block in blocks:
+        if block.kind == "footnote" and block.fid is not None:
+            note = _footnote(block, ctx)
+            if note is not None:
+                claims.append(note)
+        else:
+            _definition(block, ctx)
+    for block in blocks:
+        if block.kind not in ("footnote", "header row"):
+            claims += _block_claims(block, ctx)
+    for claim in claims:
+        claim.citations = [c for cite in claim.citations for c in _expand(cite, ctx)]
+    claims += _unused_listings(blocks, linkrefs, ctx)
+    claims.sort(key=lambda c: c.line)
     evidence: dict[tuple[str, int], Citation] = {}
-    for line, m in scan.evidence:
-        claim = _evidence_claim(line, m)
-        evidence.setdefault((claim.citations[0].label or "", claim.citations[0].n or 0), claim.citations[0])
-        claims.append((line, claim))
-    footnotes = {fid: _footnote(fid, line, body, scan.links) for fid, (line, body) in scan.footnotes.items()}
-    for block in scan.blocks:
-        for claim in _block_claims(block, scan.links, footnotes):
-            claims.append((claim.line, claim))
-    for fid, (line, _body) in scan.footnotes.items():
-        note = footnotes[fid]
-        if note.quotes:
-            claims.append((line, note))
-    claims.sort(key=lambda pair: pair[0])
-    return ParsedReport([c for _, c in claims], scan.gaps, evidence)
+    for c in claims:
+        if c.kind == "evidence line":
+            evidence.setdefault((c.citations[0].label or "", c.citations[0].n or 0), c.citations[0])
+    return ParsedReport(claims, ctx.gaps, evidence, ctx.skipped)
 
 
-def _evidence_claim(line: int, m: re.Match[str]) -> ReportClaim:
-    date = m.group("date").strip()
-    quote = unescape_markdown(m.group("quote"))
-    main = Citation("evidence", m.group(0).strip(), url=unescape_markdown(m.group("url")), date=date,
-                    label=m.group("label").strip(), n=int(m.group("n")), quote=quote)
-    citations = [main]
-    for also in _ALSO_AT.finditer(m.group("rest")):
-        citations.append(Citation("also at", also.group(0), url=unescape_markdown(also.group("url")),
-                                  date=also.group("date").strip()))
-    return ReportClaim(line, m.group(0).strip(), "evidence line", [quote], citations, False, quote)
+def _footnote(block: Block, ctx: _Ctx) -> ReportClaim | None:
+    """A footnote definition: its citations are what ``[^id]`` cites; it is a claim of its own when it quotes."""
+    flat = block.flat
+    cites = _citations(flat, flat.tokens)
+    _assign_dates(flat, 0, len(flat.text), [t for t in flat.tokens if t.url], cites)
+    ctx.footnotes[block.fid or ""] = [c for t in flat.tokens for c in cites.get(id(t), [])]
+    spans = find_quotes(flat.text)
+    if not spans:
+        return None
+    quotes = [_quote_text(flat.text, a, b) for a, b in spans]
+    return ReportClaim(block.line, f"[^{block.fid}]: {' '.join(flat.plain().split())}", "footnote", quotes,
+                       list(ctx.footnotes[block.fid or ""]), False, _plain(flat, 0, len(flat.text)))
 
 
-def _footnote(fid: str, line: int, body: str, links: dict[str, str]) -> ReportClaim:
-    """A footnote definition as a claim: its quotes and citations (kept as a claim only when it quotes)."""
-    tokens = _tokens(body, links)
-    citations = [c for t in tokens for c in t.citations]
-    _assign_dates(body, tokens)
-    quotes = [t.quote for t in tokens if t.quote is not None and _words(t.quote) >= MIN_QUOTE_WORDS]
-    return ReportClaim(line, f"[^{fid}]: {body}", "footnote", quotes, citations, False, _plain(body, tokens))
+def _definition(block: Block, ctx: _Ctx) -> None:
+    """The numbered references the block defines: ``[1] URL …`` lines (a paragraph may hold several, one a
+    line), or an item of a numbered list under a References/Sources heading or that holds a citation and
+    little else."""
+    flat = block.flat
+    if not any(t.url for t in flat.tokens):
+        return
+    spans = _line_spans(flat)
+    defined = [(a, b, n) for a, b in spans if (n := _defines(flat, a)) is not None]
+    if not defined and block.number is not None and _listing(flat, block.heading):
+        defined = [(0, len(flat.text), block.number)]
+    starts = flat.starts
+    for a, b, number in defined:
+        cited = [t for t in flat.tokens[bisect.bisect_left(starts, a):bisect.bisect_left(starts, b)] if t.url]
+        cites = _citations(flat, cited)
+        _assign_dates(flat, a, b, cited, cites)
+        ctx.refs.setdefault(number, [c for t in cited for c in cites[id(t)]])
 
 
-def _block_claims(block: _Block, links: dict[str, str], footnotes: dict[str, ReportClaim]) -> list[ReportClaim]:
-    from memory_store.text import sentence_spans
+def _line_spans(flat: Flat) -> list[tuple[int, int]]:
+    offsets = [*flat.offsets, len(flat.text)]
+    return [(offsets[i], offsets[i + 1]) for i in range(len(offsets) - 1)]
 
-    text = block.text()
-    tokens = _tokens(text, links)
-    _assign_dates(text, tokens)
-    masked, starts = _mask(text, tokens)
-    out: list[ReportClaim] = []
-    spans = [(0, len(masked))] if block.kind == "bullet" else _joined(sentence_spans(masked), masked)
+
+def _defines(flat: Flat, a: int) -> int | None:
+    """The number of the reference a line starting at ``a`` defines (``[1] https://…``), or None."""
+    pos = a + _lead_space(flat.text[a:])
+    m = MASKED.match(flat.text, pos)
+    if m is None:
+        return None
+    token = flat.tokens[int(m.group(1))]
+    return token.refs[0] if token.kind == "ref" and len(token.refs) == 1 else None
+
+
+def _lead_space(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _unused_listings(blocks: list[Block], linkrefs: dict[str, tuple[str, int]], ctx: _Ctx) -> list[ReportClaim]:
+    """Link definitions and footnotes that no claim cites, as source listings: their URLs are checked too."""
+    out = []
+    for label, (url, line) in linkrefs.items():
+        if url not in ctx.cited_urls:
+            out.append(ReportClaim(line, f"[{label}]: {url}", "source", citations=[Citation("link", url, url=url)]))
+    for block in blocks:
+        if block.kind == "footnote" and block.fid not in ctx.used_footnotes and ctx.footnotes.get(block.fid or ""):
+            notes = ctx.footnotes[block.fid or ""]
+            out.append(ReportClaim(block.line, f"[^{block.fid}]: {' '.join(block.flat.plain().split())}", "source",
+                                   citations=list(notes)))
+    return out
+
+
+def _expand(c: Citation, ctx: _Ctx) -> list[Citation]:
+    """A footnote or numbered reference as the citations its definition gives (itself when undefined)."""
+    if c.kind == "footnote" and c.label is None:
+        fid = c.text[2:-1]
+        ctx.used_footnotes.add(fid)
+        notes = ctx.footnotes.get(fid)
+        return [replace(n, date=n.date if c.date is None else c.date) for n in notes] if notes else [c]
+    if c.kind == "ref":
+        out: list[Citation] = []
+        if c.n is not None:
+            ctx.used_refs.add(c.n)
+            out = [replace(x, date=x.date if c.date is None else c.date) for x in ctx.refs.get(c.n, [])]
+        return out or [c]
+    return [c]
+
+
+_TAGGED = re.compile(r"\s{0,3}(?:\u27e6\d+\u27e7|\[[^\[\]\n]{1,100}? (?:Agreement|Conflict)\])")
+
+
+def _block_claims(block: Block, ctx: _Ctx) -> list[ReportClaim]:
+    flat = block.flat
+    if not flat.text.strip():
+        return []
+    lines = _line_spans(flat)
+    if block.kind == "paragraph" and len(lines) > 1 and any(_tagged(flat, a) for a, _ in lines[1:]):
+        out: list[ReportClaim] = []  # brt's lines one after another without a blank line between them
+        for a, b in lines:
+            sub = Flat(flat.text[a:b], flat.tokens, [(0, flat.line_at(a))], flat.lead if a == 0 else None)
+            own = _brt_line(block, sub, ctx)
+            if isinstance(own, ReportClaim):
+                out.append(own)
+            elif own is None:
+                out += _span_claims(block, flat, [(a, b)], ctx)
+        return out
+    own = _brt_line(block, flat, ctx)
+    if own is True:
+        return []
+    if isinstance(own, ReportClaim):
+        if own.kind == "conflict":
+            ctx.conflict_line = own.line
+        return [own]
+    if block.kind == "item" and block.line <= ctx.conflict_line + 3 and _only_a_quote(flat):
+        return []  # '  - "quote"': a side of the conflict above, shown without its block
+    if block.kind == "paragraph" and any(_defines(flat, a) is not None for a, _ in _line_spans(flat)):
+        spans = _line_spans(flat)  # "[1] https://…" lines: each a listing
+    elif block.kind in ("item", "row") or _listing(flat, block.heading):
+        spans = [(0, len(flat.text))]
+    else:
+        from memory_store.text import sentence_spans
+
+        spans = _merge_quotes(flat.text, sentence_spans(flat.text), find_quotes(flat.text))
+    return _span_claims(block, flat, spans, ctx)
+
+
+def _only_a_quote(flat: Flat) -> bool:
+    spans = find_quotes(flat.text)
+    return len(spans) == 1 and not flat.text[:spans[0][0]].strip() and not flat.text[spans[0][1]:].strip(" .")
+
+
+def _tagged(flat: Flat, a: int) -> bool:
+    """Whether the line at ``a`` opens with one of brt's tags (evidence, gap, agreement, conflict)."""
+    m = _TAGGED.match(flat.text, a)
+    if m is None:
+        return False
+    masked = MASKED.search(m.group(0))
+    return masked is None or flat.tokens[int(masked.group(1))].kind in ("evidence", "gap")
+
+
+def _listing(flat: Flat, heading: str = "") -> bool:
+    """Citations and next to nothing else (a title, a date, a few words), or citations under a heading such as
+    References or Sources: a source listing (decided once per block: the scan is of the whole block)."""
+    cached = flat.__dict__.get("_listing", {})
+    if heading not in cached:
+        cached[heading] = _is_listing(flat, heading)
+        flat.__dict__["_listing"] = cached
+    return cached[heading]
+
+
+def _is_listing(flat: Flat, heading: str) -> bool:
+    cited = [t for t in flat.tokens if t.url]
+    if not cited:
+        return False
+    if _REFERENCE_HEADINGS.match(heading) and not find_quotes(flat.text):
+        return True
+    words = _words(_DATE_NEAR.sub(" ", MASKED.sub(" ", flat.text)))
+    return words < MIN_CLAIM_WORDS or (
+        len(cited) == 1 and all(t.kind == "link" for t in cited) and words <= 12
+        and not find_quotes(flat.text) and flat.text.lstrip().startswith("\u27e6"))
+
+
+def _merge_quotes(text: str, spans: list[tuple[int, int]], quotes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sentence spans, with those a quote runs across joined (a quote of several sentences is one claim)."""
+    out: list[tuple[int, int]] = []
+    qi = 0
     for a, b in spans:
-        while a < b and masked[a] in ".,;:) ":
-            a += 1  # a splitter may leave the end of the sentence before on this one
-        mark = _LEADING_MARK.match(masked, a, b) if out else None
+        if out:
+            end = out[-1][1]
+            while qi < len(quotes) and quotes[qi][1] <= end:
+                qi += 1
+            inside = qi < len(quotes) and quotes[qi][0] < end < quotes[qi][1]
+            if inside or text[out[-1][0]:end].rstrip().endswith(";"):
+                out[-1] = (out[-1][0], b)  # it ends inside a quote, or at a semicolon: "A; B [1]." is one claim
+                continue
+        out.append((a, b))
+    return out
+
+
+_MARK = (
+    r"[\[(]\s{0,3}(?:unsupported|no evidence(?: found)?|not supported(?: by (?:the )?evidence)?|uncited|unverified"
+    r"|no source)\s{0,3}[\])]"
+)
+_LEADING_MARK = re.compile(r"\s*" + _MARK + r"\s*", re.IGNORECASE)
+_UNSUPPORTED = re.compile(_MARK + r"|^\s*(?:\*\*|_)?(?:unsupported|no evidence|unverified)(?:\*\*|_)?\s*:",
+                          re.IGNORECASE)
+_LEADING_CITES = re.compile("\\s*(?:[—–-]\\s*)?(?:\u27e6(\\d+)\u27e7[.,;:]?"
+                            "|\\((?:last[- ])?(?:updated|modified)[^)]{0,60}\\)[.,;:]?)")
+_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+
+
+def _span_claims(block: Block, flat: Flat, spans: list[tuple[int, int]], ctx: _Ctx) -> list[ReportClaim]:
+    out: list[ReportClaim] = []
+    starts = flat.starts
+    for a, b in spans:
+        while a < b and flat.text[a] in ".,;:) ":
+            a += 1
+        mark = _LEADING_MARK.match(flat.text, a, b) if out else None
         if mark is not None and mark.end() < b:
             out[-1].marked_unsupported = True
             a = mark.end()
-        piece = masked[a:b]
-        ids = [int(i) for i in _MASKED.findall(piece)]
-        lead = _leading_citations(piece, tokens)
-        if lead and out and block.kind != "bullet":
-            _attach(out[-1], [tokens[i] for i in lead], footnotes)  # "… end. [^1]" or "Source: [x](url)"
-            ids = [i for i in ids if i not in lead]
-        own = [tokens[i] for i in ids]
-        start = starts[a] if a < len(starts) else 0
-        claim = _claim(block, start, piece, own, footnotes)
-        if claim is not None:
-            out.append(claim)
-        elif own and out and all(t.citations or t.kind == "footnote" for t in own):
-            _attach(out[-1], own, footnotes)
-        elif out and (_UNSUPPORTED.search(piece) or any(t.kind == "gap" for t in own)):
-            out[-1].marked_unsupported = True  # "… a claim. (unsupported)": the mark follows its claim
-    return out
-
-
-def _joined(spans: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
-    """Sentence spans with a span that ends in a semicolon joined to the next one: "A holds; B holds [1]." is
-    one claim, cited once."""
-    out: list[tuple[int, int]] = []
-    for a, b in spans:
-        if out and text[out[-1][0]:out[-1][1]].rstrip().endswith(";"):
-            out[-1] = (out[-1][0], b)
+        lead = _leading(flat, a, b) if _defines(flat, a) is None else []  # "[4] URL" names its line
+        if lead and out:
+            out[-1].citations += _cites_of(flat, lead, ctx, a, b)
+            a = lead[-1].end
+        lo, hi = bisect.bisect_left(starts, a), bisect.bisect_left(starts, b)
+        made = _claims_of(block, flat, a, b, flat.tokens[lo:hi], ctx)
+        if made:
+            out += made
+        elif out and flat.tokens[lo:hi] and all(t.url or t.kind in ("footnote", "ref", "evidence")
+                                                for t in flat.tokens[lo:hi]):
+            out[-1].citations += _cites_of(flat, flat.tokens[lo:hi], ctx, a, b)
+        elif out and (_UNSUPPORTED.search(flat.text, a, b) or any(t.kind == "gap" for t in flat.tokens[lo:hi])):
+            out[-1].marked_unsupported = True
         else:
-            out.append((a, b))
+            ctx.skipped += 1
     return out
 
 
-def _mask(text: str, tokens: list[_Token]) -> tuple[str, list[int]]:
-    """``text`` with every token replaced by ``⟦i⟧`` (a quote that ends a sentence, and is not followed by its
-    citation, keeps its full stop outside, so the splitter still ends the sentence there); ``starts[j]`` is the
-    original offset of masked char j."""
-    out: list[str] = []
-    starts: list[int] = []
-    pos = 0
-    for i, t in enumerate(tokens):
-        out.append(text[pos:t.start])
-        starts.extend(range(pos, t.start))
-        mark = _MASK.format(i)
-        after = text[t.end:].lstrip()[:1]
-        if t.quote is not None and t.quote.rstrip().endswith((".", "!", "?")) and after not in "(—–-,;:.":
-            mark += "."  # '"… ends." Next sentence': the quote ends the sentence ('"… ends." (source)' does not)
-        out.append(mark)
-        starts.extend([t.start] * len(mark))
-        pos = t.end
-    out.append(text[pos:])
-    starts.extend(range(pos, len(text)))
-    return "".join(out), starts
-
-
-def _leading_citations(piece: str, tokens: list[_Token]) -> list[int]:
-    """The masked citations that open a sentence before any word ("⟦3⟧ Next sentence"): they close the
-    sentence before it."""
-    lead: list[int] = []
-    pos = 0
-    for m in _LEADING.finditer(piece):
-        if m.start() != pos:
+def _leading(flat: Flat, a: int, b: int) -> list[Token]:
+    """The citations that open the span before any word ("⟦3⟧ Next sentence"): they close the one before."""
+    lead: list[Token] = []
+    pos = a
+    while pos < b:
+        m = _LEADING_CITES.match(flat.text, pos, b)
+        if m is None or m.end() == pos:
             break
-        pos = m.end()
         if m.group(1) is not None:
-            token = tokens[int(m.group(1))]
-            if not (token.citations or token.kind == "footnote"):
+            token = flat.tokens[int(m.group(1))]
+            if not (token.url or token.kind in ("footnote", "ref", "evidence")):
                 break
-            lead.append(int(m.group(1)))
-    return lead
+            lead.append(token)
+        pos = m.end()
+    return lead if lead and pos < b and _words(MASKED.sub(" ", flat.text[pos:b])) else []
 
 
-_LEADING = re.compile(r"\s*(?:⟦(\d+)⟧[.,;:]?|\((?:last[- ])?(?:updated|modified)[^)]*\)[.,;:]?)")
+def _cites_of(flat: Flat, tokens: list[Token], ctx: _Ctx, a: int, b: int) -> list[Citation]:
+    """The citations of ``tokens``, dated by what ``a:b`` says."""
+    tokens = [t for t in tokens if t.url or t.kind in ("footnote", "ref", "evidence")]
+    cites = _citations(flat, tokens)
+    _assign_dates(flat, a, b, tokens, cites)
+    out = [c for t in tokens for c in cites.get(id(t), [])]
+    ctx.cited_urls.update(c.url for c in out if c.url)
+    return out
 
 
-def _attach(claim: ReportClaim, tokens: list[_Token], footnotes: dict[str, ReportClaim]) -> None:
+def _citations(flat: Flat, tokens: list[Token]) -> dict[int, list[Citation]]:
+    """Each citation token's citations (before their dates are assigned)."""
+    out: dict[int, list[Citation]] = {}
     for t in tokens:
-        claim.citations.extend(_expand(t, footnotes))
+        if t.kind in ("link", "url", "dashurl"):
+            out[id(t)] = [Citation("link" if t.kind != "url" else "url", t.text, url=t.url)]
+        elif t.kind == "evidence":
+            out[id(t)] = [Citation("evidence", t.text, label=t.label, n=t.n)]
+        elif t.kind == "footnote":
+            out[id(t)] = [Citation("footnote", t.text)]
+        elif t.kind == "ref":
+            out[id(t)] = [Citation("ref", t.text, n=n) for n in t.refs]
+    return out
 
 
-def _expand(token: _Token, footnotes: dict[str, ReportClaim]) -> list[Citation]:
-    if token.kind == "footnote":
-        note = footnotes.get(token.text[2:-1])
-        if note is None:
-            return [Citation("footnote", token.text)]  # a reference to a footnote the report does not define
-        return [Citation(c.kind, c.text, c.url, c.date, c.label, c.n) for c in note.citations] or [
-            Citation("footnote", token.text)]
-    return list(token.citations)
+def _claims_of(block: Block, flat: Flat, a: int, b: int, tokens: list[Token], ctx: _Ctx) -> list[ReportClaim]:
+    """The claim (or, cited per clause, the claims) of the span ``a:b``."""
+    quotes = find_quotes(flat.text[a:b])
+    defined = _defines(flat, a)  # "[1] https://…": the [1] names the line, it cites nothing
+    lead = defined is not None and tokens and any(t.url for t in tokens[1:])
+    cited = [t for i, t in enumerate(tokens) if (t.url or t.kind in ("footnote", "ref", "evidence"))
+             and not (i == 0 and lead)]
+    cites = _citations(flat, cited)
+    _assign_dates(flat, a, b, cited, cites)
+    restored = flat.plain(a, b).strip()
+    words = _words(_DATE_NEAR.sub(" ", MASKED.sub(" ", flat.text[a:b])))
+    if not quotes and (words < MIN_CLAIM_WORDS or restored.rstrip("*_ ").endswith(("?", ":"))):
+        return [_source(block, flat, a, b, cited, cites)] if cited and _listing(flat, block.heading) else []
+    marked = bool(_UNSUPPORTED.search(restored)) or any(t.kind == "gap" for t in tokens)
+    if not cited and not quotes and not marked and _framing(flat.text[a:b]):
+        return []
+    if _listing(flat, block.heading) and not quotes:
+        return [_source(block, flat, a, b, cited, cites)]
+    parts = _clauses(flat, a, b, cited)
+    kind = {"item": "bullet", "row": "row"}.get(block.kind, "sentence")
+    out = []
+    for x, y, group in parts:
+        claim = _claim(block, flat, x, y, group, cites, kind if len(parts) == 1 else "clause")
+        claim.marked_unsupported = marked
+        out.append(claim)
+    for c in out:
+        ctx.cited_urls.update(x.url for x in c.citations if x.url)
+    return out
 
 
-def _claim(block: _Block, start: int, piece: str, own: list[_Token],
-           footnotes: dict[str, ReportClaim]) -> ReportClaim | None:
-    by_index = {t.index: t for t in own}
-    restored = _RESTORE.sub(lambda m: _restore(m, by_index), piece).strip()
-    quotes = [t.quote for t in own if t.quote is not None and _words(t.quote) >= MIN_QUOTE_WORDS]
-    plain, outside = _plain_masked(piece, by_index)
-    if not quotes and (_words(plain) < MIN_CLAIM_WORDS or restored.rstrip("*_ ").endswith(("?", ":"))):
-        return None
-    citations = [c for t in own for c in _expand(t, footnotes)]
-    marked = bool(_UNSUPPORTED.search(restored)) or any(t.kind == "gap" for t in own)
-    return ReportClaim(block.line_at(start), " ".join(restored.split()), block.kind, quotes, citations, marked,
-                       plain, outside)
+def _source(block: Block, flat: Flat, a: int, b: int, cited: list[Token], cites: dict[int, list[Citation]]
+            ) -> ReportClaim:
+    dates = [m for m in re.finditer(r"(?:^|\|)\s*(" + _DATE + r")\s*(?=\||$)", flat.text[a:b], re.IGNORECASE)]
+    citations = [c for t in cited for c in cites[id(t)]]
+    if dates and len(citations) == 1 and citations[0].date is None:
+        citations[0].date = iso_date(dates[0].group(1))  # a table's "Last updated" cell
+    return ReportClaim(flat.line_at(a), " ".join(flat.plain(a, b).split()), "source", citations=citations)
 
 
-_RESTORE = re.compile("\u27e6(\\d+)\u27e7(\\.?)")
+def _framing(text: str) -> bool:
+    """An uncited sentence about the report itself ("Below is a summary of what the pages say")."""
+    from memory_store.text import content_words
+
+    if re.search(r"\d", text) or find_quotes(text):
+        return False
+    words = content_words(MASKED.sub(" ", text))
+    # up to two topic words, each naming what a word about the report is about ("the harbour pages"): a word
+    # the next word does not qualify says something ("the evidence shows growth")
+    topic = [i for i, w in enumerate(words) if w not in META_WORDS]
+    return (len(words) <= 15 and len(topic) <= 2 and len(words) > 2 * len(topic)
+            and all(i + 1 < len(words) and words[i + 1] in META_WORDS for i in topic))
 
 
-def _restore(m: re.Match[str], by_index: dict[int, _Token]) -> str:
-    """A masked token back as written (without the full stop ``_mask`` put after a quote that ends a sentence)."""
-    t = by_index.get(int(m.group(1)))
-    if t is None:
-        return ""
-    ends = t.quote is not None and t.quote.rstrip().endswith((".", "!", "?"))
-    return t.text + ("" if ends else m.group(2))
+def _clauses(flat: Flat, a: int, b: int, cited: list[Token]) -> list[tuple[int, int, list[Token]]]:
+    """``a:b`` cut after each group of citations but the last, when the groups cite different sources and
+    each part states something (three words or more): "A holds [1], and B holds [2]." -> two clauses."""
+    groups: list[list[Token]] = []
+    for t in cited:
+        if groups and _only_glue(flat.text[groups[-1][-1].end:t.start]):
+            groups[-1].append(t)
+        else:
+            groups.append([t])
+    keys = {tuple(sorted(str(t.url or t.text) for t in g)) for g in groups}
+    if len(groups) < 2 or len(keys) < 2:
+        return [(a, b, cited)]
+    parts: list[tuple[int, int, list[Token]]] = []
+    start = a
+    for g in groups:
+        end = g[-1].end
+        if parts and _words(MASKED.sub(" ", flat.text[start:end])) < MIN_CLAIM_WORDS:
+            x, _, gg = parts.pop()
+            parts.append((x, end, gg + g))
+        else:
+            parts.append((start, end, g))
+        start = end
+    if start < b:
+        x, _, g = parts.pop()
+        parts.append((x, b, g))
+    if len(parts) > 1 and _words(MASKED.sub(" ", flat.text[parts[0][0]:parts[0][1]])) < MIN_CLAIM_WORDS:
+        (x, _, g1), (_, y, g2) = parts[0], parts[1]
+        parts[:2] = [(x, y, g1 + g2)]
+    return parts
 
 
-def _plain_masked(piece: str, by_index: dict[int, _Token]) -> tuple[str, str]:
-    """The claim's words without its citations and dates (its quotes' words kept as written, without the quote
-    marks), and its words outside its quotes. Dates and stranded punctuation go first, while the quotes are
-    still masked, so a quote's own text is never touched."""
-    masked = _tidy(_DATE_NEAR.sub(" ", piece))
+def _only_glue(text: str) -> bool:
+    return not _WORDS.search(_DATE_NEAR.sub(" ", text)) or text.strip(" ,;") in ("and", "or", "&")
 
-    def sub(m: re.Match[str]) -> str:
-        t = by_index.get(int(m.group(1)))
-        if t is None or t.quote is None:
-            return " "
-        return t.quote + ("" if t.quote.rstrip().endswith((".", "!", "?")) else m.group(2))
 
-    return " ".join(_RESTORE.sub(sub, masked).split()), _tidy(_RESTORE.sub(" ", masked))
+def _claim(block: Block, flat: Flat, a: int, b: int, cited: list[Token], cites: dict[int, list[Citation]],
+           kind: str) -> ReportClaim:
+    spans = find_quotes(flat.text[a:b])
+    quotes = [_quote_text(flat.text, a + x, a + y) for x, y in spans]
+    text = " ".join(flat.plain(a, b).strip(" ,;").split())
+    citations = [c for t in cited for c in cites[id(t)]]
+    return ReportClaim(flat.line_at(a), text, kind, quotes, citations, False, _plain(flat, a, b),
+                       _outside(flat, a, b, spans))
+
+
+def _quote_text(text: str, a: int, b: int) -> str:
+    return unescape(MASKED.sub(" ", text[a + 1:b - 1]))
+
+
+def _plain(flat: Flat, a: int, b: int) -> str:
+    """The words of ``a:b`` without citations, dates and quote marks (a quote's words kept as written)."""
+    piece = _DATE_NEAR.sub(" ", flat.text[a:b])
+    piece = MASKED.sub(" ", piece).replace('"', " ").replace("“", " ").replace("”", " ")
+    return _tidy(unescape(piece))
+
+
+def _outside(flat: Flat, a: int, b: int, spans: list[tuple[int, int]]) -> str:
+    piece = flat.text[a:b]
+    for x, y in reversed(spans):
+        piece = piece[:x] + " " + piece[y:]
+    return _tidy(unescape(MASKED.sub(" ", _DATE_NEAR.sub(" ", piece))))
 
 
 def _tidy(text: str) -> str:
     """Collapsed whitespace, and no punctuation left stranded where a citation was ("( , )")."""
-    text = re.sub(r"\(\s*[,;.:]*\s*\)?|\s+[,;:](?=\s|$)", " ", text)
+    text = re.sub(r"\(\s*[,;.:]*\s*\)|\s+[,;:](?=\s|$)", " ", text)
     return " ".join(text.split())
 
 
-def _plain(text: str, tokens: list[_Token]) -> str:
-    masked, pos = [], 0
-    for t in tokens:
-        masked.append(text[pos:t.start])
-        masked.append(_MASK.format(t.index))
-        pos = t.end
-    masked.append(text[pos:])
-    return _plain_masked("".join(masked), {t.index: t for t in tokens})[0]
-
-
-def _assign_dates(text: str, tokens: list[_Token]) -> None:
-    """Give each date written in ``text`` to the nearest citation token (by characters)."""
-    cited = [t for t in tokens if t.citations and t.kind != "footnote"]
-    if not cited:
+def _assign_dates(flat: Flat, a: int, b: int, cited: list[Token], cites: dict[int, list[Citation]]) -> None:
+    """Give each date written in ``a:b`` (outside quotes) to the nearest citation by characters."""
+    urls = [t for t in cited if t.url or t.kind in ("footnote", "ref")]
+    if not urls:
         return
-    for m in _DATE_NEAR.finditer(text):
-        if any(t.start <= m.start() < t.end for t in tokens if t.quote is not None):
-            continue  # a date inside a quote is the page's text, not a citation's date
-        date = (m.group("date") or m.group("pdate") or m.group("cdate")).lower()
-        nearest = min(cited, key=lambda t: min(abs(m.start() - t.end), abs(t.start - m.end())))
-        for c in nearest.citations:
+    quotes = [(a + x, a + y) for x, y in find_quotes(flat.text[a:b])]
+    qstarts = [q[0] for q in quotes]
+    ends = [t.end for t in urls]
+    for m in _DATE_NEAR.finditer(flat.text, a, b):
+        i = bisect.bisect_right(qstarts, m.start()) - 1
+        if i >= 0 and quotes[i][0] <= m.start() < quotes[i][1]:
+            continue  # a date inside a quote is the page's text
+        date = iso_date(m.group("date") or m.group("pdate") or m.group("cdate"))
+        j = bisect.bisect_right(ends, m.start())
+        near = [urls[k] for k in (j - 1, j) if 0 <= k < len(urls)]
+        token = min(near, key=lambda t: min(abs(m.start() - t.end), abs(t.start - m.end())))
+        for c in cites.get(id(token), []):
             if c.date is None:
                 c.date = date
 
 
 def _words(text: str) -> int:
-    return len(_WORDS.findall(_MASKED.sub(" ", text)))
+    return len(_WORDS.findall(text))

@@ -4,16 +4,20 @@ their text, and every chunk), as one typed record."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
+
+from .errors import AuditError
 
 if TYPE_CHECKING:
     from ..charter import Charter
 
-__all__ = ["EvidenceSource", "SourceChunk", "SourcePage", "from_snapshot", "from_store", "url_key"]
+__all__ = ["EvidenceSource", "SourceChunk", "SourcePage", "WebUrl", "from_snapshot", "from_store", "url_key",
+           "web_url", "SourceRefused"]
 
 
 @dataclass
@@ -44,27 +48,33 @@ class EvidenceSource:
     blocks: dict[tuple[str, int], dict[str, Any]]  # (label, n) -> a block of the recorded synthesis
     model: str | None
     load_embedder: Callable[[], Any]
+    acceptance: list[dict[str, Any]] | None = None  # the recorded synthesis's verdicts (None: none recorded)
+    verified: str | None = None  # what was verified before the check (the snapshot's verdict, the store check)
+    warnings: list[str] = field(default_factory=list)  # what that verification warned of
     _by_key: dict[str, SourcePage] = field(default_factory=dict, repr=False)
     _chunks_by_key: dict[str, list[SourceChunk]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         for page in self.pages:
             for url in (page.url, *page.other_urls):
-                self._by_key.setdefault(url_key(url), page)
+                key = url_key(url)
+                if key is not None:
+                    self._by_key.setdefault(key, page)
         for chunk in self.chunks:
             for url in dict.fromkeys([chunk.url, *chunk.also_seen_at]):
-                self._chunks_by_key.setdefault(url_key(url), []).append(chunk)
+                self._chunks_by_key.setdefault(url_key(url) or "", []).append(chunk)
 
     def page_for(self, url: str) -> SourcePage | None:
-        """The stored page a cited URL names (scheme, userinfo, fragment, a trailing ``/`` and percent-encoding
-        aside), or None."""
-        return self._by_key.get(url_key(url))
+        """The stored page a cited URL names (:func:`web_url`: http(s) only, as a browser parses it; the
+        scheme, fragment, a trailing ``/`` and percent-encoding aside), or None."""
+        key = url_key(url)
+        return self._by_key.get(key) if key is not None else None
 
     def chunks_of(self, page: SourcePage) -> list[SourceChunk]:
         """The chunks of a page (those seen at its URL too), in store order."""
         seen: dict[str, SourceChunk] = {}
         for url in (page.url, *page.other_urls):
-            for chunk in self._chunks_by_key.get(url_key(url), []):
+            for chunk in self._chunks_by_key.get(url_key(url) or "", []):
                 seen.setdefault(chunk.id, chunk)
         return list(seen.values())
 
@@ -72,21 +82,45 @@ class EvidenceSource:
         return self.load_embedder()
 
 
-def url_key(url: str) -> str:
-    """A URL as citations are compared: host lower-cased, no scheme, userinfo, fragment or trailing ``/``,
-    percent-encoding decoded (``web.dev/a/`` and ``https://web.dev/a`` are one page)."""
-    text = url.strip().strip("<>")
-    if "://" not in text:
-        text = "http://" + text
-    try:
-        parts = urlsplit(text)
-        host = (parts.hostname or "").lower()
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:  # not a URL a page can have (a port that is no number, a broken IPv6 literal)
-        return text.lower()
-    path = unquote(parts.path).rstrip("/")
-    query = f"?{unquote(parts.query)}" if parts.query else ""
-    return f"{host}{port}{path}{query}"
+@dataclass(frozen=True)
+class WebUrl:
+    """A cited URL as brt reads it: ``href`` its WHATWG serialisation, ``key`` what pages are matched by."""
+
+    href: str
+    key: str
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(?!\d{1,5}(?:[/?#]|$))")
+
+
+def web_url(text: str) -> tuple[WebUrl | None, str | None]:
+    """A URL as a report cites it, read the one way ``brt check`` reads URLs: as a browser parses it (the
+    WHATWG parser of ``url_safety``, the allowlist's), **http and https only**, without userinfo. A URL
+    written without a scheme (``web.dev/a``, as evidence lines cite) is read as ``http://`` + it.
+
+    Returns the URL, or None and why not (``url_safety.web_refusal``'s reason). The rule is security's one rule,
+    ``url_safety.web_url``: ``javascript://host/…``, ``file:``, ``ftp:``, ``ws:``, ``data:`` and every other
+    scheme are not web pages; ``http://other.example\\@allowed.example/`` names ``other.example`` (a browser
+    ends the authority at the backslash); ``user:pass@`` is refused as the allowlist refuses it. The one function
+    the check resolves URLs with (``url_key``, the allowlist test and the page index go through it)."""
+    from .. import url_safety
+
+    raw = text.strip().strip("<>")
+    url = raw if _SCHEME.match(raw) else "http://" + raw
+    parsed = url_safety.web_url(url)  # the one rule: http(s), a host, no userinfo, as a browser parses it
+    if parsed is None:
+        return None, f"is not a web page URL: {url_safety.web_refusal(url)}"
+    port = f":{parsed.port}" if parsed.port is not None else ""
+    path = unquote(parsed.path).rstrip("/")
+    query = unquote(parsed.query) if parsed.query not in ("", "?") else ""
+    return WebUrl(parsed.href, f"{parsed.host}{port}{path}{query}"), None
+
+
+def url_key(url: str) -> str | None:
+    """A URL as citations are compared (:func:`web_url`'s key: host and port as a browser reads them, path and
+    query percent-decoded, no scheme, fragment or trailing ``/``), or None for what is no http(s) URL."""
+    parsed, _ = web_url(url)
+    return parsed.key if parsed is not None else None
 
 
 def _block_index(synthesis: dict[str, Any] | None) -> dict[tuple[str, int], dict[str, Any]]:
@@ -98,12 +132,35 @@ def _block_index(synthesis: dict[str, Any] | None) -> dict[tuple[str, int], dict
     return out
 
 
-def from_store(charter: Charter) -> EvidenceSource:
-    """The charter's store (StoreNotFound when it has none)."""
+class SourceRefused(AuditError):
+    """The evidence failed its verification: a report is not checked against it (``failures`` says why)."""
+
+    def __init__(self, message: str, failures: list[str]):
+        super().__init__(message)
+        self.failures = failures
+
+
+def _acceptance(synthesis: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    verdicts = (synthesis or {}).get("acceptance")
+    return [v for v in verdicts if isinstance(v, dict)] if isinstance(verdicts, list) else None
+
+
+def from_store(charter: Charter, *, verify: bool = True) -> EvidenceSource:
+    """The charter's store (StoreNotFound when it has none), checked first (``Memory.check``: every chunk id
+    the hash of its text, every chunk held by a stored page and every page's chunks present, vectors and
+    indexes whole); SourceRefused when that check fails."""
     from ..config import open_memory
     from .trail import stored_synthesis
 
     mem = open_memory(charter, create=False)
+    verified = None
+    if verify:
+        result = mem.check()
+        if not result.ok:
+            problems = [str(p) for p in result.problems]
+            raise SourceRefused(f"the store of charter {charter.id} fails its check ({len(problems)} problem(s)): "
+                                "a report is not checked against it", problems)
+        verified = "store check: " + ", ".join(f"{v} {k}" for k, v in result.counts.items())
     pages = [
         SourcePage(p.url, p.last_updated, p.title, p.text,
                    [p.requested_url] if p.requested_url and p.requested_url != p.url else [])
@@ -113,17 +170,35 @@ def from_store(charter: Charter) -> EvidenceSource:
         SourceChunk(str(row["id"]), str(row["url"]), str(row.get("text") or ""), list(row.get("also_seen_at") or []))
         for row in mem.chunks(include_vectors=False)
     ]
+    synthesis = stored_synthesis(mem)
     return EvidenceSource("store", Path(charter.source or charter.id), charter.id, list(charter.allowed_domains),
-                          pages, chunks, _block_index(stored_synthesis(mem)), mem.model_name, lambda: mem.embedder)
+                          pages, chunks, _block_index(synthesis), mem.model_name, lambda: mem.embedder,
+                          _acceptance(synthesis), verified)
 
 
-def from_snapshot(path: str | Path, charter: Charter | None = None) -> EvidenceSource:
-    """An audit snapshot (SnapshotError when it is not one); the allowlist is the charter's when given, else
-    the one the snapshot records."""
+def _verify_snapshot(path: str | Path, charter: Charter | None, har: bool) -> tuple[str, list[str]]:
+    """``brt verify`` of the snapshot (with the HAR beside it unless ``har`` is False): its verdict and warnings,
+    or SourceRefused."""
+    from .verify import verify
+
+    report = verify(path, check_har=har, charter_file=charter.source if charter is not None else None)
+    if not report.ok:
+        failures = [str(f) for f in report.failures]
+        raise SourceRefused(f"the snapshot {Path(path).name} fails verification ({len(failures)} failure(s)): "
+                            "a report is not checked against it", failures)
+    return report.verdict(), [str(w) for w in report.warnings]
+
+
+def from_snapshot(path: str | Path, charter: Charter | None = None, *, verify: bool = True,
+                  har: bool = True) -> EvidenceSource:
+    """An audit snapshot (SnapshotError when it is not one), verified first (``verify.verify``: its seal, records,
+    quotes, allowlist and, unless ``har`` is False, the HAR beside it; SourceRefused when it fails). The
+    allowlist is the charter's when given, else the one the snapshot records."""
     from ..errors import CharterError
     from .snapshot import read_snapshot
     from .trail import parse_charter_text
 
+    verified, warnings = _verify_snapshot(path, charter, har) if verify else (None, [])
     snap = read_snapshot(path)
     allowed: list[str] | None = list(charter.allowed_domains) if charter is not None else None
     recorded = snap.harvest_charter()
@@ -149,4 +224,4 @@ def from_snapshot(path: str | Path, charter: Charter | None = None) -> EvidenceS
         return get_embedder(model)
 
     return EvidenceSource("snapshot", snap.path, snap.charter_id, allowed, pages, chunks,
-                          _block_index(snap.synthesis), model, load)
+                          _block_index(snap.synthesis), model, load, _acceptance(snap.synthesis), verified, warnings)

@@ -43,7 +43,8 @@ def register_audit_tools(
         return _file_of(path, (".jsonl",), "snapshot_path must be a snapshot file (.jsonl)", tool_error)
 
     def markdown_file(path: str) -> Path:
-        return _file_of(path, (".md", ".markdown"), "check_path must be a Markdown file (.md)", tool_error)
+        return _file_of(path, (".md", ".markdown", ".json", ".html", ".htm"),
+                        "check_path must be a report file (.md, .json or .html)", tool_error)
 
     @server.tool(
         title="Verify a snapshot",
@@ -187,37 +188,80 @@ def register_check_tool(
 
     @server.tool(
         title="Check a report",
-        description="Check a Markdown report (an agent's draft) against the charter's evidence, offline: every "
-        "attributed quote verbatim in a stored chunk of the cited URL, every cited URL harvested under the "
-        "charter (allowlist and store) with its last-updated date, every claim cited or marked unsupported, and "
-        "cited claims without a quote scored against the cited page (supported, weakly supported, not found "
-        "there). Give charter_path (its store) or snapshot_path (after clean). Returns per claim its line, "
-        "verdict, evidence and problems, the totals, citation_rate, quote_accuracy, supported_rate, and ok (the "
-        "CLI's exit 0). Text from the report and the pages comes back as quoted untrusted content.",
+        description="Check a report (an agent's draft: Markdown, or brt's JSON or HTML) against the charter's "
+        "evidence, offline: every attributed quote verbatim in a stored chunk of the cited URL, every cited or "
+        "listed URL harvested under the charter (allowlist and store) with its last-updated date, every claim "
+        "cited or marked unsupported, cited claims without a quote scored against the cited page (supported, "
+        "weakly supported, not found there). Give charter_path (its store) or snapshot_path (after clean); the "
+        "store or snapshot is verified first and refused when it fails. Returns the verdict, the rates and "
+        "totals, and the failing claims (line, verdict, problems, closest passage), within 8,000 characters; "
+        "claims='all' lists every claim, a page at a time (offset). Text from the report and the pages comes "
+        "back as quoted untrusted content.",
         annotations=read_only,
     )
     async def check_report(
-        report_path: Annotated[str, Field(description="The Markdown report to check (.md).", min_length=1)],
+        report_path: Annotated[str, Field(description="The report to check (.md, or brt's .json / .html).",
+                                          min_length=1)],
         charter_path: Annotated[
             str | None, Field(description="The charter file: check against its store and allowed_domains.")
         ] = None,
         snapshot_path: Annotated[
             str | None, Field(description="An audit snapshot (.jsonl) to check against instead (after clean).")
         ] = None,
+        claims: Annotated[
+            Literal["failing", "all"], Field(description="failing (default): the claims that fail; all: every "
+                                                         "claim, a page at a time.")
+        ] = "failing",
+        offset: Annotated[int, Field(description="The first claim to list (paging).", ge=0, le=100_000)] = 0,
     ) -> Annotated[CallToolResult, CheckOut]:
         from .. import service
-        from ..untrusted import quote_untrusted, safe_url
 
-        report_file = _file_of(report_path, (".md", ".markdown"), "report_path must be a Markdown file (.md)",
-                               tool_error)
+        report_file = _file_of(report_path, (".md", ".markdown", ".json", ".html", ".htm"),
+                               "report_path must be a report file (.md, .json or .html)", tool_error)
         if charter_path is None and snapshot_path is None:
             raise tool_error("give charter_path (check against its store) or snapshot_path (a .jsonl snapshot)")
         snapshot = None
         if snapshot_path is not None:
             snapshot = _file_of(snapshot_path, (".jsonl",), "snapshot_path must be a snapshot file (.jsonl)",
                                 tool_error)
-        done = await call(lambda: service.check(report_file, charter=charter_path, snapshot=snapshot))
-        return result(service.check_json(done, quote=quote_untrusted, url=safe_url))
+        done = await call(lambda: service.check(report_file, charter=charter_path, snapshot=snapshot,
+                                                follow_links=False))
+        return result(check_result(done, claims, offset))
+
+
+#: The most characters a ``check_report`` result holds (an agent's client takes one tool result of about this).
+CHECK_RESULT_CHARS = 8_000
+
+
+def check_result(done: Any, which: str = "failing", offset: int = 0, limit: int = CHECK_RESULT_CHARS
+                 ) -> dict[str, Any]:
+    """What ``check_report`` returns: the summary, then claims (the failing ones, or all from ``offset``)
+    added while the result, as the agent reads it (``untrusted.agent_document``, indented JSON), stays within
+    ``limit`` characters; ``more`` says how many were left out and ``next_offset`` where to go on."""
+    import json
+
+    from ..untrusted import agent_document, quote_untrusted, safe_url
+    from .check import claim_brief, summary_json
+
+    doc = summary_json(done, quote_untrusted)
+    pool = [c for c in done.claims if not c.ok] if which == "failing" else list(done.claims)
+    pool = pool[offset:]
+    doc.update(claims_listed=trusted(which), claims=[], more=0, next_offset=None)
+
+    def size(d: dict[str, Any]) -> int:
+        return len(json.dumps(agent_document(d), indent=2, ensure_ascii=False))
+
+    for i, claim in enumerate(pool):
+        brief = claim_brief(claim, quote_untrusted, safe_url, done.report.name)
+        doc["claims"].append(brief)
+        doc["more"], doc["next_offset"] = len(pool) - i - 1, (offset + i + 1 if i + 1 < len(pool) else None)
+        if size(doc) > limit:
+            doc["claims"].pop()
+            doc["more"], doc["next_offset"] = len(pool) - i, offset + i
+            break
+    if doc["more"] == 0:
+        doc["next_offset"] = None
+    return doc
 
 
 def _report_path(home: Path, name: str) -> Path:
@@ -243,7 +287,7 @@ def _write_report(source: Path, fmt: str, check_path: str | None) -> dict[str, A
     home = brt_home()
     if check_path is not None:
         out = _report_path(home, f"{_source_name(source)}-check.html")
-        done = check_view(source, check_path, out=out, within=[home])
+        done = check_view(source, check_path, out=out, within=[home], follow_links=False)
         record_written([done.path])
         assert done.check is not None
         return {"charter_id": done.check.charter_id, "origin": done.check.origin, "format": "html",

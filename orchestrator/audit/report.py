@@ -60,7 +60,7 @@ def write_report(bundle: AuditBundle, *, fmt: str = "html", out: str | Path | No
 
 
 def check_view(source: str | Path, report_md: str | Path, *, out: str | Path | None = None,
-               within: list[Path] | None = None) -> ReportResult:
+               within: list[Path] | None = None, follow_links: bool = True) -> ReportResult:
     """The HTML view of ``brt check`` of the Markdown report ``report_md`` against ``source``: a charter file
     (its store) or a snapshot (``.jsonl``); written to ``out`` when given, as :func:`write_report` writes."""
     from ..charter import load_charter
@@ -69,9 +69,9 @@ def check_view(source: str | Path, report_md: str | Path, *, out: str | Path | N
 
     src = Path(source).expanduser()
     if src.suffix.lower() == ".jsonl":
-        result = check_report(report_md, snapshot=src)
+        result = check_report(report_md, snapshot=src, follow_links=follow_links)
     else:
-        result = check_report(report_md, charter=load_charter(src))
+        result = check_report(report_md, charter=load_charter(src), follow_links=follow_links)
     text = render_check_html(result)
     return ReportResult("html", text, _write(text, out, within), None, result)
 

@@ -16,7 +16,7 @@ from ..evidence.results import ADDED_MARK, origin_mark
 from ..untrusted import evidence_line, markdown_escape
 from .bundle import AuditBundle
 
-__all__ = ["render_md"]
+__all__ = ["render_md", "synthesis_markdown"]
 
 
 def _md(value: object) -> str:
@@ -120,6 +120,12 @@ def _synthesis_lines(bundle: AuditBundle) -> list[str]:
                   for v in verdicts]
         lines.append("")
     return lines
+
+
+def synthesis_markdown(bundle: AuditBundle) -> str:
+    """The synthesis part of the report (evidence, gaps, conflicts, agreement, acceptance) as Markdown: what
+    ``brt check`` reads a synthesis JSON as."""
+    return "\n".join(_synthesis_lines(bundle)).rstrip() + "\n"
 
 
 def render_md(bundle: AuditBundle) -> str:

@@ -1,59 +1,161 @@
-"""How well a passage of a cited page supports a claim that cites it without quoting it: one function,
-:func:`support_scores`, returning a value in 0..1 per passage (the evidence model may replace it; its callers
-need only the values and the two cut-offs below).
+"""How well a passage of a cited page supports a claim that cites it without quoting it: :func:`support_scores`,
+a probability per passage from a **fitted logistic regression** (``models/support.json``, fitted by
+``bench/fit_support.py``; its card is ``models/README.md``) over features this module computes, and the two
+cut-offs ``SUPPORTED`` and ``WEAK`` that come with the weights.
 
-The value combines what the store's embedder and brt's text utilities (``memory_store.text``) see:
+The page's **closest statements** decide: every passage (every sentence and run of up to three sentences) gets
+``closeness = (meaning + words) / 2``, where *meaning* is the cosine of the claim's and the passage's
+embeddings mapped from ``COS_FLOOR`` (nothing in common) to ``COS_CEIL`` (a paraphrase) onto 0..1 (computed for
+the ``EMBED_TOP`` passages sharing the most words with the claim) and *words* the share of the claim's content
+stems and numbers the passage holds. The passages within ``ALIGN_MARGIN`` of the closest (at most
+``READ_TOP`` of them) are read by the model; the others support the claim no more than those do, so a loosely
+related passage elsewhere on the page cannot outweigh the sentence that says the opposite.
 
-- **meaning**: the cosine of the claim's and the passage's embeddings, mapped linearly from ``COS_FLOOR``
-  (nothing in common) to ``COS_CEIL`` (a paraphrase) onto 0..1;
-- **words**: the share of the claim's content words (stems) and numbers that the passage holds;
+The model reads, between the claim and a passage's *statement* (the part of the passage's sentence whose words
+align best with the claim's, in order, that the claim's words span), :data:`FEATURES`:
 
-``score = (meaning + words) / 2``, then multiplied by ``MISMATCH`` (0.3) for each explicit signal that the
-passage says something else:
+- ``words`` (above); ``stated``: the share of the claim's stems and numbers in the statement;
+  ``cover``: the share of the statement's stems the claim holds; ``novel``: the share of the claim's words (stop
+  words included, but articles, "be" and a few prepositions) that the statement lacks;
+- ``negation``: one of the two is negated and the other is not (an odd number of "not", "no", "never", "n't",
+  "without"...; closed-class words, not a list of opposites); ``prefix``: a word of one is a negative form of a
+  word of the other ("unsafe" / "safe", "non-profit" / "profit");
+- ``numbers``: a number the claim states that the passage does not, or the statement gives other numbers;
+- ``order``: the share of the claim's shared words out of place (left out of the longest common subsequence
+  while the statement holds them elsewhere): how far they stand in another order (swapped roles: "lab data as
+  the verdict, field data as the microscope" against the opposite; two numbers swapped); ``runs``: in how
+  many separate runs the words out of order stand (a phrase moved to the front is one, two words swapped are
+  two);
+- ``pivot``: cut into the pieces that stand together in both, the claim puts two of them on the other sides of
+  a third ("B after A" for "A after B", "man bites dog", two words or numbers exchanged): a part kept in place
+  while two others trade sides, which moving one phrase, whole, to the front, the end or the middle never does
+  (two numbers side by side that trade places count too: a score or a range reversed);
+- ``swap``: for the claim's words the statement lacks, the highest cosine (word embeddings) to a word of the
+  statement the claim lacks: a near word put in another's place (an antonym, another entity, another
+  weekday) rather than a word added;
+- ``shift``: 1 - the cosine of the claim's and the statement's sentence embeddings: how far the words the claim
+  puts in place of the statement's move its meaning (a synonym little, an opposite more);
+- ``contrary``: how much closer the claim stands (sentence embeddings) to the statement with "not" put before
+  the words the claim replaced than to the statement itself: a word replaced by its opposite brings the claim
+  nearer the negated statement, a synonym takes it away (``contrary_rel``: the same over ``shift``);
+- ``entity``: the claim names a capitalised name or number the passage lacks while the statement names others.
 
-- **numbers**: a number the claim states (digits or a number word: "20", "twenty", "1,500", "4.5") that the
-  passage does not state;
-- **negation**: the claim is negated and the passage's closest sentence is not, or the other way round
-  (an odd number of "not", "no", "never", "without", "n't", ...);
-- **direction**: the claim says one side of an opposed pair ("rose", "more", "before", "won", "allowed") and
-  the passage's closest sentence says the other ("fell", "less", "after", "lost", "banned") but not the
-  claim's side.
-
-A reversed paraphrase ("rose" for "fell", a negation added or dropped, a changed number) thus scores at most
-0.3, below ``WEAK``. The page's **closest statements** decide: a passage whose score before the mismatches
-lies more than ``ALIGN_MARGIN`` below the best passage's supports the claim no more than the best does (so a
-loosely related passage elsewhere on the page cannot outweigh the sentence that says the opposite). The
-cosine is computed for the ``EMBED_TOP`` passages sharing the most words with the claim (the others count
-with meaning 0). Cut-offs (measured on the real syntheses of ``bench/check_report.py``, figures in
-``bench/results/check_report.json``): a claim is **supported** by a passage scoring at least ``SUPPORTED``,
-**weakly supported** at least ``WEAK``, else **not found there**.
+Nothing here lists opposed words: the model learnt from pairs of real sentences and their reversals how these
+signals weigh.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "ALIGN_MARGIN", "COS_CEIL", "COS_FLOOR", "EMBED_TOP", "MISMATCH", "SUPPORTED", "WEAK", "ScoreParts",
-    "aligned_scores", "numbers", "passages", "score_parts", "signals", "support_scores", "words_score",
+    "ALIGN_MARGIN", "COS_CEIL", "COS_FLOOR", "EMBED_TOP", "FEATURES", "MODEL_PATH", "READ_TOP", "SUPPORTED", "WEAK",
+    "SupportModel", "closest", "features", "load_model", "negated", "numbers", "passages", "signals",
+    "support_scores", "words_score",
 ]
 
-#: At or above: the claim is supported by the passage.
-SUPPORTED = 0.55
-#: At or above (and below SUPPORTED): weakly supported. Below: not found there.
-WEAK = 0.4
+MODELS = Path(__file__).resolve().parent / "models"
+#: The shipped weights (their sha256 is in ``models/manifest.json`` and checked on load).
+MODEL_PATH = MODELS / "support.json"
 #: The cosine that maps to 0 (unrelated text of the same language) and to 1 (a paraphrase).
 COS_FLOOR = 0.25
 COS_CEIL = 0.8
-#: The factor of each explicit mismatch (a number, negation, direction).
-MISMATCH = 0.3
 #: The passages (most words in common with the claim first) whose cosine is computed.
 EMBED_TOP = 16
-#: Passages scoring (before the mismatches) within this of the best one are the page's closest statements.
+#: Passages whose closeness lies within this of the closest one are the page's closest statements ...
 ALIGN_MARGIN = 0.1
+#: ... of which at most this many are read by the model.
+READ_TOP = 4
+FEATURES = ("words", "stated", "cover", "novel", "negation", "prefix", "numbers", "order", "runs", "pivot",
+            "swap", "shift", "contrary", "contrary_rel", "entity")
+
+
+class SupportModelError(RuntimeError):
+    """The support model's weights file is missing, altered or malformed."""
+
+
+@dataclass(frozen=True)
+class SupportModel:
+    """Logistic regression weights over the features it names (of :data:`FEATURES`; standardised with ``mean``
+    and ``scale``), and the cut-offs it was fitted with."""
+
+    features: tuple[str, ...]
+    weights: tuple[float, ...]
+    bias: float
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    supported: float
+    weak: float
+    sha256: str
+
+    def probability(self, x: dict[str, float]) -> float:
+        z = self.bias + sum(w * (x[f] - m) / s for w, f, m, s in zip(self.weights, self.features, self.mean,
+                                                                     self.scale, strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+
+def load_model(path: str | None = None) -> SupportModel:
+    """The weights at ``path`` (default: the shipped ones), checked against the sha256 recorded for them each
+    time they are read (parsed once per content)."""
+    p = Path(path) if path else MODEL_PATH
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise SupportModelError(f"support model {p}: cannot read ({exc.strerror or exc})") from None
+    return _parse(str(p), data, _recorded(p))
+
+
+@functools.lru_cache(maxsize=8)
+def _parse(p: str, data: bytes, recorded: str | None) -> SupportModel:
+    digest = hashlib.sha256(data).hexdigest()
+    if recorded is not None and recorded != digest:
+        raise SupportModelError(f"support model {p}: sha256 {digest[:12]}… does not match the recorded "
+                                f"{recorded[:12]}…")
+    try:
+        doc = json.loads(data)
+        model = doc["model"]
+        names = tuple(model["features"])
+        if not set(names) <= set(FEATURES) or not (len(names) == len(model["weights"]) == len(model["mean"])
+                                                   == len(model["scale"])):
+            raise SupportModelError(f"support model {p}: features {list(names)} are not among {list(FEATURES)}")
+        return SupportModel(names, tuple(map(float, model["weights"])), float(model["bias"]),
+                            tuple(map(float, model["mean"])), tuple(map(float, model["scale"])),
+                            float(doc["cutoffs"]["supported"]), float(doc["cutoffs"]["weak"]), digest)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SupportModelError(f"support model {p}: malformed ({exc})") from None
+
+
+def _recorded(path: Path) -> str | None:
+    manifest = MODELS / "manifest.json"
+    if path.resolve().parent == MODELS.resolve() and manifest.is_file():
+        entry = json.loads(manifest.read_text(encoding="utf-8")).get("files", {}).get(path.name)
+        return entry.get("sha256") if isinstance(entry, dict) else None
+    side = path.with_name(path.name + ".sha256")
+    return side.read_text(encoding="utf-8").split()[0] if side.is_file() else None
+
+
+def _cutoff(name: str, default: float) -> float:
+    try:
+        model = load_model()
+    except SupportModelError:
+        return default
+    return model.supported if name == "supported" else model.weak
+
+
+#: At or above: the claim is supported by the passage (the model's probability; shipped with its weights).
+SUPPORTED = _cutoff("supported", 0.5)
+#: At or above (and below SUPPORTED): weakly supported. Below: not found there.
+WEAK = _cutoff("weak", 0.2)
+
+
+# -- text signals ---------------------------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\d])")
 _UNITS = {
@@ -70,40 +172,6 @@ _NUMBER_WORDS = re.compile(
     r"(?:\s+(?P<scale>" + "|".join(_SCALE) + r"))?\b",
     re.IGNORECASE,
 )
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|hardly|barely)\b(?!-)|n['’]t\b",
-    re.IGNORECASE,
-)
-#: Opposed pairs of words, as stems (``memory_store.text.stem``): one side of a pair in the claim and only the
-#: other side in the passage is a reversal.
-_OPPOSED: list[tuple[frozenset[str], frozenset[str]]] = []
-
-
-def _pair(up: str, down: str) -> None:
-    from memory_store.text import stem
-
-    _OPPOSED.append((frozenset(stem(w) for w in up.split()), frozenset(stem(w) for w in down.split())))
-
-
-def _opposed() -> list[tuple[frozenset[str], frozenset[str]]]:
-    if not _OPPOSED:
-        _pair("rise rose risen rising increase increased grew grow grown growth gain gained climb climbed jump "
-              "jumped surge surged soar soared up higher raise raised boost boosted",
-              "fall fell fallen falling decrease decreased decline declined drop dropped shrink shrank shrunk "
-              "loss lose plunge plunged slump slumped down lower cut reduce reduced")
-        _pair("more most greater larger largest bigger biggest above over exceed exceeded maximum highest best",
-              "less least fewer smaller smallest below under minimum lowest worst")
-        _pair("first earliest", "last latest")
-        _pair("before earlier prior", "after later")
-        _pair("win won victory", "defeat defeated lost")
-        _pair("allow allowed permit permitted legal approve approved accept accepted",
-              "ban banned forbid forbidden prohibit prohibited illegal reject rejected refuse refused deny denied")
-        _pair("open opened", "close closed shut")
-        _pair("start started begin began", "stop stopped end ended")
-        _pair("success succeeded", "failure failed")
-        _pair("true correct", "false wrong")
-        _pair("positive", "negative")
-    return _OPPOSED
 
 
 @functools.lru_cache(maxsize=1 << 15)
@@ -125,25 +193,23 @@ def numbers(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+_NOT = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|hardly|barely)\b(?!-)|n['’]t\b",
+    re.IGNORECASE,
+)
+
+
 def negated(text: str) -> bool:
     """Whether ``text`` is negated: an odd number of negations ("not", "no", "never", "n't", "without", ...;
     "not without" is not negated; "no-" in a compound such as "no-cors" is no negation)."""
-    return len(_NEGATION.findall(text)) % 2 == 1
+    return len(_NOT.findall(text)) % 2 == 1
 
 
 @functools.lru_cache(maxsize=1 << 15)
-def _terms(text: str) -> frozenset[str]:
+def _terms(text: str) -> tuple[str, ...]:
     from memory_store.text import terms
 
-    return frozenset(terms(text))
-
-
-@functools.lru_cache(maxsize=1 << 15)
-def _all_stems(text: str) -> frozenset[str]:
-    """The stems of every word of ``text``, stop words included ("more", "before", "down" are direction words)."""
-    from memory_store.text import stem, words
-
-    return frozenset(stem(w) for w in words(text))
+    return tuple(terms(text))
 
 
 @functools.lru_cache(maxsize=1 << 13)
@@ -153,105 +219,321 @@ def _sentences(text: str) -> tuple[str, ...]:
     return tuple(sentences(text)) or (text,)
 
 
-def signals(claim: str, passage: str) -> dict[str, bool]:
-    """The explicit mismatches between ``claim`` and ``passage``: ``numbers`` (a number of the claim the
-    passage lacks, or the claim's statement in the passage gives other numbers), ``negation`` (the claim is
-    negated and its statement in the passage is not, or the other way round) and ``direction`` (an opposed
-    pair). The claim's *statement* in the passage is the passage's sentence sharing the most words with it,
-    narrowed to the clauses of that sentence that share words with it (a negation in another clause of the
-    sentence, "… — and I will never be the same", says nothing about the claim)."""
-    stated = _statement(claim, passage)
-    claim_stems, near = _all_stems(claim), _all_stems(stated)
-    direction = any(
-        (claim_stems & a and near & b and not near & a) or (claim_stems & b and near & a and not near & b)
-        for a, b in _opposed()
-    )
-    claimed, said = numbers(claim), numbers(stated)
-    return {
-        # a number the passage lacks, or the claim's statement gives other numbers instead of the claim's
-        "numbers": bool(claimed - numbers(passage)) or bool(claimed - said and said - claimed),
-        "negation": negated(claim) != negated(stated),
-        "direction": bool(direction),
-    }
+_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 
-# clause breaks: punctuation followed by a space (never the comma of "1,500"), brackets, quote marks, dashes
-_CLAUSE = re.compile(r"\s*(?:[,;:](?=\s)|[()\[\]“”\"—–]|\s-\s)\s*")
+@functools.lru_cache(maxsize=1 << 14)
+def _anchors(text: str) -> tuple[tuple[str, int, int, bool], ...]:
+    """The words of ``text``: (stem, start, end, anchor), an anchor being a content word, a number or a negation
+    (the words an alignment holds on to)."""
+    from memory_store.text import STOP_WORDS, stem
+
+    out = []
+    for m in _TOKEN.finditer(text):
+        w = m.group(0).lower()
+        anchor = w not in STOP_WORDS or w[:1].isdigit() or bool(_NOT.fullmatch(w)) or w.endswith(("n't", "n’t"))
+        out.append((stem(w) if w.isalpha() else w, m.start(), m.end(), anchor))
+    return tuple(out)
+
+
+def _aligned(claim: str, sentence: str) -> tuple[int, int, int]:
+    """The claim's anchors aligned in order with the sentence's (longest common subsequence): how many, and the
+    sentence's words they span, widened by the claim's words before its first and after its last aligned anchor."""
+    c, s = _anchors(claim), _anchors(sentence)
+    ca = [i for i, t in enumerate(c) if t[3]][:80]
+    sa = [j for j, t in enumerate(s) if t[3]][:160]
+    if not ca or not sa:
+        return 0, 0, len(s)
+    table = [[0] * (len(sa) + 1) for _ in range(len(ca) + 1)]
+    for x in range(len(ca) - 1, -1, -1):
+        for y in range(len(sa) - 1, -1, -1):
+            table[x][y] = (table[x + 1][y + 1] + 1 if c[ca[x]][0] == s[sa[y]][0]
+                           else max(table[x + 1][y], table[x][y + 1]))
+    pairs, x, y = [], 0, 0
+    while x < len(ca) and y < len(sa):
+        if c[ca[x]][0] == s[sa[y]][0] and table[x][y] == table[x + 1][y + 1] + 1:
+            pairs.append((ca[x], sa[y]))
+            x, y = x + 1, y + 1
+        elif table[x + 1][y] >= table[x][y + 1]:
+            x += 1
+        else:
+            y += 1
+    if not pairs:
+        return 0, 0, len(s)
+    (c0, s0), (c1, s1) = pairs[0], pairs[-1]
+    start, end = max(0, s0 - c0), min(len(s), s1 + (len(c) - c1))
+    aligned_c, aligned_s = {i for i, _ in pairs}, {j for _, j in pairs}
+    for i in ca:  # a word of the claim out of order ("In 2023, …" for "… in 2023"): the span covers it too
+        if i not in aligned_c:
+            j = next((j for j in sa if j not in aligned_s and s[j][0] == c[i][0]), None)
+            if j is not None:
+                start, end = min(start, j), max(end, j + 1)
+    return len(pairs), start, end
+
+
+#: A claim is matched against several sentences at once only when that aligns this many more of its words.
+_JOINED = 3
 
 
 def _statement(claim: str, passage: str) -> str:
-    """The clauses of the passage's sentence closest to ``claim`` that share a word with it (the whole sentence
-    when none does on its own)."""
-    wanted = _terms(claim)
-    closest = max(_sentences(passage), key=lambda s: len(wanted & _terms(s)))
-    clauses = [c for c in _CLAUSE.split(closest) if wanted & _terms(c)]
-    return " ".join(clauses) if clauses else closest
+    """What the passage says where it says the claim: the passage's sentence (or the passage, for a claim that
+    joins its sentences) whose words align best with the claim's (in order), cut to the words the alignment
+    spans (widened by the claim's words before and after it), so a negation in another clause ("… — and I will
+    never be the same") says nothing about the claim."""
+    best, best_n = passage, -1
+    sentences = _sentences(passage)
+    for sentence in (*sentences, passage) if len(sentences) > 1 else sentences:
+        n, a, b = _aligned(claim, sentence)
+        if sentence is passage and n < best_n + _JOINED:
+            continue  # the passage as a whole only for a claim that says much of two sentences, not a word of one
+        if n > best_n:
+            words = _anchors(sentence)
+            best_n = n
+            best = sentence[words[a][1]:words[b - 1][2]] if words and b > a else sentence
+    return best
+
+
+def signals(claim: str, passage: str) -> dict[str, bool]:
+    """The explicit mismatches between ``claim`` and ``passage``'s statement: ``numbers`` (a number of the claim
+    the passage lacks, or other numbers stated instead) and ``negation`` (one negated, the other not)."""
+    stated = _statement(claim, passage)
+    claimed, said = numbers(claim), numbers(stated)
+    return {
+        "numbers": bool(claimed - numbers(passage)) or bool(claimed - said and said - claimed),
+        "negation": negated(claim) != negated(stated),
+    }
 
 
 def words_score(claim: str, passage: str) -> float:
     """The share of the claim's content stems and numbers that the passage holds."""
-    wanted = _terms(claim) | numbers(claim)
+    wanted = set(_terms(claim)) | numbers(claim)
     if not wanted:
         return 0.0
-    return len(wanted & (_terms(passage) | numbers(passage))) / len(wanted)
+    return len(wanted & (set(_terms(passage)) | numbers(passage))) / len(wanted)
+
+
+_PREFIX = re.compile(r"^(?:un|in|im|ir|il|non|dis)-?(?=[a-z]{3,})")
+
+
+def _prefix_pair(a: str, b: str) -> bool:
+    """A word of one text is a negative form of a word of the other (un-, in-, im-, ir-, il-, non-, dis-)."""
+    from memory_store.text import stem, words
+
+    wa, wb = set(words(a)), set(words(b))
+    for x, y in ((wa, wb), (wb, wa)):
+        stems = {stem(w) for w in y}
+        for w in x:
+            m = _PREFIX.match(w)
+            if m and (w[m.end():] in y or stem(w[m.end():]) in stems):
+                return True
+    return False
+
+
+def _order(claim_seq: list[str], statement_seq: list[str]) -> tuple[float, float]:
+    """How far the shared words stand in another order: the share of the claim's shared words that the longest
+    common subsequence of the two sequences leaves out while the statement still holds them elsewhere (a word
+    out of place, not a word added: an "and" joining two sentences is added); and in how many separate runs
+    these stand in the claim (a phrase moved to the front is one run, two words swapped are two)."""
+    from collections import Counter
+
+    shared = set(claim_seq) & set(statement_seq)
+    a = [w for w in claim_seq if w in shared][:80]
+    b = [w for w in statement_seq if w in shared][:120]
+    if len(a) < 2:
+        return 0.0, 0.0
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for x in range(len(a) - 1, -1, -1):
+        for y in range(len(b) - 1, -1, -1):
+            table[x][y] = table[x + 1][y + 1] + 1 if a[x] == b[y] else max(table[x + 1][y], table[x][y + 1])
+    kept, matched, x, y = set(), set(), 0, 0
+    while x < len(a) and y < len(b):
+        if a[x] == b[y] and table[x][y] == table[x + 1][y + 1] + 1:
+            kept.add(x)
+            matched.add(y)
+            x, y = x + 1, y + 1
+        elif table[x + 1][y] >= table[x][y + 1]:
+            x += 1
+        else:
+            y += 1
+    left = Counter(b[j] for j in range(len(b)) if j not in matched)
+    out = set()
+    for i in range(len(a)):
+        if i not in kept and left[a[i]] > 0:
+            left[a[i]] -= 1
+            out.add(i)
+    runs = sum(1 for i in out if i - 1 not in out)
+    return len(out) / len(a), float(runs)
+
+
+def _pieces(a: list[str], b: list[str]) -> list[tuple[int, int, int]]:
+    """``a`` cut into the pieces that stand together in ``b`` (longest first, from the left; an unused place of
+    ``b`` and one near where the last piece ended preferred): (start in ``a``, length, start in ``b``)."""
+    where: dict[str, list[int]] = {}
+    for p, w in enumerate(b):
+        where.setdefault(w, []).append(p)
+    out: list[tuple[int, int, int]] = []
+    used: set[int] = set()
+    i, last = 0, 0
+    while i < len(a):
+        best: tuple[int, bool, int] | None = None
+        at = 0
+        for p in where.get(a[i], ()):
+            k = 1
+            while i + k < len(a) and p + k < len(b) and a[i + k] == b[p + k]:
+                k += 1
+            key = (k, p not in used, -abs(p - last))
+            if best is None or key > best:
+                best, at = key, p
+        k = best[0] if best else 1
+        out.append((i, k, at))
+        used.update(range(at, at + k))
+        i, last = i + k, at + k
+    return out
+
+
+def _pivot(claim_seq: list[str], statement_seq: list[str], content: set[str]) -> float:
+    """1 when, cut into the pieces that stand together in both (over the words they share), the claim puts two
+    pieces holding content words on the other sides of a third (module docstring), or two numbers side by side
+    trade places; else 0."""
+    shared = set(claim_seq) & set(statement_seq)
+    a = [w for w in claim_seq if w in shared][:80]
+    b = [w for w in statement_seq if w in shared][:120]
+    cut = _pieces(a, b)
+    for (i, k, at), (i2, k2, at2) in zip(cut, cut[1:], strict=False):
+        if k == k2 == 1 and at2 + 1 == at and a[i][:1].isdigit() and a[i2][:1].isdigit():
+            return 1.0  # two numbers side by side that trade places ("17-45" for "45-17")
+    pieces = [(at, any(w in content for w in a[i:i + k])) for i, k, at in cut]
+    for j, (mid, _) in enumerate(pieces):
+        before = any(at > mid and c for at, c in pieces[:j])
+        if before and any(at < mid and c for at, c in pieces[j + 1:]):
+            return 1.0
+    return 0.0
+
+
+#: Words whose presence says nothing about what a claim states (articles, "be", a few prepositions): a word of
+#: the claim that is not on the page counts as new unless it is one of these. (Opposites are never here.)
+_FUNCTION = frozenset("a an the of to and is are was were be been being it its that this these those as by "
+                      "for with at on in from which who".split())
+
+
+_CAPITAL = re.compile(r"\b[A-Z][a-zA-Z]+\b")
+
+
+def _names(text: str) -> set[str]:
+    """Capitalised words not opening a sentence, and numbers: the names and figures a text states."""
+    out = set(numbers(text))
+    for m in _CAPITAL.finditer(text):
+        before = text[:m.start()].rstrip()
+        if before and before[-1] not in ".!?:\"“":
+            out.add(m.group(0).lower())
+    return out
+
+
+def _negate_words(statement: str, stems: set[str]) -> str:
+    """``statement`` with "not" put before its words (at most three) whose stems are in ``stems``."""
+    from memory_store.text import stem
+
+    out, at, n = [], 0, 0
+    for m in re.finditer(r"[^\W_]+", statement):
+        if n < 3 and stem(m.group(0).lower()) in stems:
+            out += [statement[at:m.start()], "not "]
+            at, n = m.start(), n + 1
+    return "".join(out) + statement[at:]
+
+
+def _tokens(text: str) -> list[str]:
+    from memory_store.text import stem, words
+
+    return [stem(w) for w in words(text)]
+
+
+def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[str, float]:
+    """The model's features for ``claim`` against ``passage``. ``meaning`` (the mapped cosine, which chooses the
+    closest statements) is not one: fitted with it, its weight came out negative (every reversal is as close
+    in meaning as the statement it reverses), so it was left out."""
+    statement = _statement(claim, passage)
+    c_terms, s_terms = set(_terms(claim)) | numbers(claim), set(_terms(statement)) | numbers(statement)
+    sig = signals(claim, passage)
+    c_tokens, s_tokens = _tokens(claim), _tokens(statement)
+    c_set, s_set = set(c_tokens) - _FUNCTION, set(s_tokens) - _FUNCTION
+    missing, extra = sorted(c_set - s_set), sorted(s_set - c_set)  # every word, "more" and "last" included
+    swap = 0.0
+    if missing and extra and embedder is not None:
+        vecs = _embed(embedder, [*missing[:12], *extra[:24]])
+        k = len(missing[:12])
+        swap = float((vecs[:k] @ vecs[k:].T).max())
+    shift = contrary = 0.0
+    if embedder is not None:
+        negated_ = _negate_words(statement, set(extra)) if missing and extra else statement
+        vecs = _embed(embedder, [claim, statement, negated_])
+        shift = 1.0 - float(vecs[0] @ vecs[1])
+        contrary = float(vecs[0] @ vecs[2]) - float(vecs[0] @ vecs[1]) if negated_ != statement else 0.0
+    names_c, names_p, names_s = _names(claim), _names(passage), _names(statement)
+    order, runs = _order(c_tokens, s_tokens)
+    return {
+        "words": words_score(claim, passage),
+        "stated": len(c_terms & s_terms) / len(c_terms) if c_terms else 0.0,
+        "cover": len(c_terms & s_terms) / len(s_terms) if s_terms else 0.0,
+        "novel": len(missing) / len(c_set) if c_set else 0.0,
+        "negation": float(sig["negation"]),
+        "prefix": float(_prefix_pair(claim, statement)),
+        "numbers": float(sig["numbers"]),
+        "order": order,
+        "runs": runs,
+        "pivot": _pivot(c_tokens, s_tokens, c_terms),
+        "swap": max(0.0, swap),
+        "shift": min(1.0, max(0.0, shift)),
+        "contrary": contrary,
+        "contrary_rel": max(-5.0, min(2.0, contrary / max(shift, 0.01))),
+        "entity": float(bool(names_c - names_p) and bool(names_s - names_c)),
+    }
 
 
 @dataclass
-class ScoreParts:
-    """The parts of one passage's score: ``meaning`` (the mapped cosine), ``words`` and the mismatches."""
+class Candidate:
+    """A passage and what the model read of it."""
 
-    meaning: float
-    words: float
-    mismatches: dict[str, bool]
-
-    @property
-    def score(self) -> float:
-        value = (self.meaning + self.words) / 2
-        for mismatch in self.mismatches.values():
-            if mismatch:
-                value *= MISMATCH
-        return round(value, 4)
+    passage: str
+    closeness: float
+    features: dict[str, float] | None = None
+    probability: float = 0.0
 
 
-def score_parts(claim: str, passages: list[str], embedder: Any) -> list[ScoreParts]:
-    """The parts of :func:`support_scores` for each passage (the benchmark compares them one by one). The
-    cosine is computed for the ``EMBED_TOP`` passages that hold the most of the claim's words; the others
-    (meaning 0) score at most half, below any passage that shares words and meaning with the claim."""
-    if not passages:
+def closest(claim: str, passages_: list[str], embedder: Any, *, score: bool = True) -> list[Candidate]:
+    """Every passage with its closeness; the page's closest statements (module docstring) with their features
+    and (``score``) the model's probability."""
+    if not passages_:
         return []
-    words = [words_score(claim, p) for p in passages]
-    top = sorted(range(len(passages)), key=lambda i: -words[i])[:EMBED_TOP]
-    vectors = _embed(embedder, [claim, *(passages[i] for i in top)])
-    meaning = [0.0] * len(passages)
+    words = [words_score(claim, p) for p in passages_]
+    top = sorted(range(len(passages_)), key=lambda i: -words[i])[:EMBED_TOP]
+    vectors = _embed(embedder, [claim, *(passages_[i] for i in top)])
+    meaning = [0.0] * len(passages_)
     for i, cos in zip(top, vectors[1:] @ vectors[0], strict=True):
         meaning[i] = min(1.0, max(0.0, (float(cos) - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
-    return [ScoreParts(meaning[i], words[i], signals(claim, passages[i])) for i in range(len(passages))]
+    out = [Candidate(p, (meaning[i] + words[i]) / 2) for i, p in enumerate(passages_)]
+    best = max(c.closeness for c in out)
+    near = sorted((i for i, c in enumerate(out) if c.closeness >= best - ALIGN_MARGIN),
+                  key=lambda i: -out[i].closeness)[:READ_TOP]
+    model = load_model() if score else None  # read and hash-checked for every claim: 2 KB
+    for i in near:
+        out[i].features = features(claim, out[i].passage, meaning[i], embedder)
+        out[i].probability = model.probability(out[i].features) if model is not None else 0.0
+    return out
 
 
-def support_scores(claim: str, passages: list[str], embedder: Any) -> list[float]:
-    """How well each passage supports ``claim``, in 0..1 (see the module docstring; ``SUPPORTED`` and
-    ``WEAK`` are the cut-offs). ``embedder`` has ``embed_documents(texts)`` returning L2-normalised vectors."""
-    return aligned_scores(score_parts(claim, passages, embedder))
-
-
-def aligned_scores(parts: list[ScoreParts]) -> list[float]:
-    """The scores of ``parts``, where a passage much less like the claim than the closest ones (its score
-    before the mismatches more than ``ALIGN_MARGIN`` below the best) supports it no more than they do: when
-    the page's closest statements contradict a claim, a loosely related passage elsewhere cannot support it."""
-    if not parts:
-        return []
-    before = [(p.meaning + p.words) / 2 for p in parts]
-    floor = max(before) - ALIGN_MARGIN
-    cap = max(p.score for p, b in zip(parts, before, strict=True) if b >= floor)
-    return [p.score if b >= floor else min(p.score, cap) for p, b in zip(parts, before, strict=True)]
+def support_scores(claim: str, passages_: list[str], embedder: Any) -> list[float]:
+    """How well each passage supports ``claim``, in 0..1: the model's probability for the page's closest
+    statements, and for every other passage no more than theirs (0). ``embedder`` has
+    ``embed_documents(texts)`` returning L2-normalised vectors."""
+    return [c.probability for c in closest(claim, passages_, embedder)]
 
 
 _CACHE: dict[tuple[int, str], Any] = {}
-_CACHE_MAX = 20_000
+_CACHE_MAX = 40_000
 
 
 def _embed(embedder: Any, texts: list[str]) -> Any:
-    """Embeddings of ``texts``, each passage embedded once per embedder (claims citing one page share them)."""
+    """Embeddings of ``texts``, each text embedded once per embedder (claims citing one page share them)."""
     import numpy as np
 
     key = id(embedder)

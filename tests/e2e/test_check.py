@@ -116,6 +116,7 @@ def clean_lines(r: Research) -> dict[str, str]:
     assert lamp is not None, r.synthesis["sections"]
     ferry, prices = r.url("ferry.html"), r.url("prices.html")
     lines.update({
+        "intro": "Below is a summary of what the harbour pages say.",
         "paraphrase": "Boats leave from the south quay every two hours, and the crossing takes 45 minutes "
                       f"([Island ferry]({ferry}), last updated: {FERRY_DATE}).",
         "quote": 'The ferry page says "Bicycles travel free of charge" on the crossing [^1].',
@@ -173,15 +174,22 @@ def test_the_clean_report_passes(research: Research, home: Path) -> None:
     report, where = research.report("clean")
     code, doc = check(report, "--charter", research.charter)
     assert code == 0 and doc["ok"], [c for c in doc["claims"] if not c["ok"]]
-    verdicts = {key: at(doc, line)["verdict"] for key, line in where.items() if not key.startswith("gap")}
+    assert not any(c["line"] == where["intro"] for c in doc["claims"])  # the framing sentence is no claim
+    verdicts = {key: at(doc, line)["verdict"] for key, line in where.items()
+                if not key.startswith("gap") and key != "intro"}
     assert verdicts["paraphrase"] == verdicts["prices"] == verdicts["closed"] == "supported"
     assert verdicts["lamp"] in ("supported", "weakly supported")
     assert verdicts["quote"] == "quoted"
     assert verdicts["marked"] == "marked unsupported"
     assert all(v == "quoted" for k, v in verdicts.items() if k.startswith("evidence"))
-    assert doc["quote_accuracy"] == 1.0 and doc["supported_rate"] == 1.0
-    assert doc["totals"]["gaps"] == 1 and doc["totals"]["claims"] == len(where) - 1  # the gap line is no claim
-    assert doc["citation_rate"] == round((len(where) - 2) / (len(where) - 1), 4)  # all but the marked claim
+    weak = [c["line"] for c in doc["claims"] if c["verdict"] == "weakly supported"]
+    assert weak in ([], [where["lamp"]])  # only the lamp's claim, which words the block its own way, may be weak
+    assert doc["quote_accuracy"] == 1.0
+    assert doc["supported_rate"] == 1.0 if not weak else doc["supported_rate"] < 1.0
+    # neither the gap line nor the introduction is a claim
+    assert doc["totals"]["gaps"] == 1 and doc["totals"]["claims"] == len(where) - 2
+    assert not any(c["line"] == where["intro"] for c in doc["claims"])
+    assert doc["citation_rate"] == round((len(where) - 3) / (len(where) - 2), 4)  # all but the marked claim
     dashed = at(doc, where["closed"])  # "— host/path (last updated: …)", as evidence lines cite
     assert dashed["citations"][0]["page_url"] == research.url("prices.html")
     assert "not open on Sundays" in dashed["evidence"]["passage"] and dashed["evidence"]["score"] >= 0.55
@@ -229,6 +237,19 @@ SEEDED: dict[str, tuple[str, Callable[[Research], str], str, str]] = {
     "reversed: negation dropped": (
         "prices", lambda r: f"The harbour office is open on Sundays ({r.url('prices.html')}, last updated "
                             f"{PRICES_DATE}).", "not found there", "not_found"),
+    "reversed: roles swapped": (
+        "closed", lambda r: f'The slipway is not open on Sundays, and the harbour office is closed during storms '
+                            f'— {r.url("prices.html").split("://")[1]} (last updated: {PRICES_DATE}).',
+        "not found there", "not_found"),
+    "reversed: an antonym": (
+        "paraphrase", lambda r: r.lines["paraphrase"].replace("south quay", "north quay"), "not found there",
+        "not_found"),
+    "an elision that drops a negation": (
+        "quote", lambda r: f'The prices page says "The harbour office is … open on Sundays" ({r.url("prices.html")}, '
+                           f"last updated: {PRICES_DATE}).", "quote not verbatim", "elision_changes_quote"),
+    "a short quote changed": (
+        "quote", lambda r: 'The ferry page says bicycles travel "free of cost" [^1].', "quote not verbatim",
+        "quote_not_verbatim"),
     "claim cited to a page that does not state it": (
         "paraphrase", lambda r: r.lines["paraphrase"].replace("ferry.html", "prices.html").replace(
             FERRY_DATE, PRICES_DATE), "not found there", "not_found"),
@@ -245,6 +266,80 @@ def test_each_seeded_error_is_caught_on_its_line(research: Research, home: Path,
     assert claim["verdict"] == verdict and not claim["ok"], claim
     assert problem in {p["kind"] for p in claim["problems"] if p["failing"]}, claim["problems"]
     assert [c["line"] for c in doc["claims"] if not c["ok"]] == [where[key]]  # nothing else flagged
+
+
+def test_a_sources_list_is_checked_url_by_url(research: Research, home: Path) -> None:
+    """Every URL a report lists is checked, cited or not: an invented one in a Sources list fails its line."""
+    sources = {"sources": "## Sources", "source 1": f"- <{research.url('ferry.html')}>",
+               "source 2": f"- [Fares 2023]({research.url('fares-2023.html')}) (last updated: 2023-11-20)",
+               "source 3": "- https://ferries.example.com/timetable"}
+    report, where = research.report("sources", sources)
+    code, doc = check(report, "--charter", research.charter)
+    assert code == 1
+    assert at(doc, where["source 1"])["ok"] and at(doc, where["source 1"])["kind"] == "source"
+    assert {p["kind"] for p in at(doc, where["source 2"])["problems"]} >= {"not_harvested"}
+    assert {p["kind"] for p in at(doc, where["source 3"])["problems"]} >= {"off_allowlist"}
+    assert sorted(c["line"] for c in doc["claims"] if not c["ok"]) == [where["source 2"], where["source 3"]]
+
+
+def test_urls_a_browser_reads_differently_never_name_a_stored_page(research: Research, home: Path) -> None:
+    """Security issue 41, class 3: a citation resolves only as an http(s) URL read the way the allowlist reads it."""
+    host = research.url("prices.html").split("://")[1]
+    for url in (f"javascript://{host}", f"file://{host}", f"ftp://{host}", f"ws://{host}",
+                f"data:text/html,{host}", f"http://other.example\\@{host}", f"http://user:pw@{host}"):
+        report, where = research.report("bad-url", {"prices": f"In 2023 ticket prices rose by 5 percent ({url}, "
+                                                              f"last updated {PRICES_DATE})."})
+        report.write_text(report.read_text().replace(f"({url},", f"([prices]({url}),"), encoding="utf-8")
+        code, doc = check(report, "--charter", research.charter)
+        claim = at(doc, where["prices"])
+        assert code == 1 and not claim["ok"] and not any(c["resolved"] for c in claim["citations"]), (url, claim)
+
+
+def test_an_edited_snapshot_is_refused(research: Research, home: Path, tmp_path: Path) -> None:
+    """Security issue 41, class 1: the snapshot is verified first; an edited one (a quote made up in a chunk) is
+    refused, not used to call the quote verbatim. The same snapshot passes with its HAR, and the check says so."""
+    report, _ = research.report("clean-snap")
+    code, doc = check(report, "--snapshot", research.snapshot)
+    assert code == 0 and doc["verified"].startswith("OK ")
+    forged = tmp_path / "forged.jsonl"
+    text = research.snapshot.read_text(encoding="utf-8")
+    assert "Bicycles travel free of charge" in text
+    forged.write_text(text.replace("Bicycles travel free of charge", "Bicycles travel free of cost"), "utf-8")
+    (tmp_path / "forged.har").write_bytes(research.snapshot.with_suffix(".har").read_bytes())
+    r = run("check", report, "--snapshot", forged, "--json")
+    assert r.exit_code == 1 and "fails verification" in r.output
+    assert json.loads(r.stdout)["ok"] is False and json.loads(r.stdout)["error_type"] == "SourceRefused"
+    # resealed, with the edited page's harvest events left out (provenance by omission): the snapshot alone holds
+    # together, and security's verify refuses it against the genuine HAR, so the check does too
+    resealed = _forged_by_omission(research, tmp_path / "resealed.jsonl")
+    assert run("verify", resealed, "--no-har").exit_code == 0
+    r = run("check", report, "--snapshot", resealed, "--json")
+    assert r.exit_code == 1 and "fails verification" in r.output
+    assert json.loads(r.stdout)["error_type"] == "SourceRefused"
+    from orchestrator.audit.check import check_report
+    from orchestrator.audit.evidence_source import SourceRefused
+
+    with pytest.raises(SourceRefused) as refused:
+        check_report(report, snapshot=resealed)
+    assert any(f.startswith("provenance:") and "ferry.html" in f for f in refused.value.failures), \
+        refused.value.failures
+
+
+def _forged_by_omission(research: Research, dest: Path) -> Path:
+    """The research snapshot with the ferry page's harvest events removed and its text edited ("free of charge"
+    -> "free of cost", in the page, its chunks and the blocks quoting them), resealed, beside the genuine HAR."""
+    import shutil
+
+    from tests.e2e.test_audit import read_records, write_records
+    from tests.e2e.test_provenance import _drop_events, _edit_page_text
+
+    records = read_records(research.snapshot)
+    ferry = research.site.url("ferry.html")
+    _drop_events(records, ferry)
+    _edit_page_text(records, ferry, "free of charge", "free of cost")
+    write_records(records, dest)
+    shutil.copyfile(research.snapshot.with_suffix(".har"), dest.with_suffix(".har"))
+    return dest
 
 
 def test_the_check_after_clean_uses_the_snapshot(research: Research, home: Path) -> None:
@@ -279,13 +374,15 @@ def test_the_html_view_through_brt_report(research: Research, home: Path) -> Non
         "quote": 'The ferry page says "Bicycles travel <b>free</b> of cost" on the crossing [^1].'})
     out = research.tmp / "check.html"
     r = run("report", research.snapshot, "--check", report, "--out", out)
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1 and "FAILED seeded-html.md" in r.output  # the view is written; the check failed
     html = out.read_text(encoding="utf-8")
     assert "Check of seeded-html.md" in html and "FAILED" in html and "default-src 'none'" in html
     assert f'id="line-{where["quote"]}"' in html and "quote not verbatim" in html
     assert "<b>free</b>" not in html and "&lt;b&gt;free&lt;/b&gt;" in html  # the report's text is escaped
     assert f'href="{research.url("ferry.html")}"' in html
     assert run("report", research.charter, "--check", report, "--format", "csv").exit_code == 2
+    clean, _ = research.report("clean-html")
+    assert run("report", research.snapshot, "--check", clean, "--out", out).exit_code == 0  # exit 1: failed
 
 
 # -- MCP -------------------------------------------------------------------------------------------------------
@@ -308,6 +405,9 @@ def test_mcp_check_report_resources_synthesize_and_restore_report(research: Rese
     cli_doc = check(clean, "--charter", research.charter)[1]
     hostile, where = research.report("mcp-hostile", {
         "marked": f'- The notice says "{INJECTION}" (unsupported).', "quote": SEEDED["altered quote"][1](research)})
+    long_report = tmp_path / "long.md"  # 120 claims, half of them failing
+    body = [research.lines["paraphrase"], SEEDED["altered quote"][1](research)] * 60
+    long_report.write_text("# Long\n\n" + "\n\n".join(body) + "\n\n" + research.lines["note 1"] + "\n", "utf-8")
 
     async def flow() -> None:
         with open(tmp_path / "server.log", "w") as errlog:
@@ -319,24 +419,49 @@ def test_mcp_check_report_resources_synthesize_and_restore_report(research: Rese
                     assert tools["check_report"].annotations.read_only_hint
                     assert {"ok", "claims", "citation_rate"} <= set(tools["check_report"].output_schema["required"])
 
-                    # check_report: the CLI's JSON, with the report's and the pages' text quoted
+                    # check_report: the summary of the CLI's JSON and, by default, only the failing claims
                     doc = doc_of(await s.call_tool("check_report", {"report_path": str(clean),
                                                                     "charter_path": str(research.charter)}))
-                    assert doc["ok"] and doc["totals"] == cli_doc["totals"]
+                    assert doc["ok"] and doc["totals"] == cli_doc["totals"] and doc["claims"] == []
+                    doc = doc_of(await s.call_tool("check_report", {"report_path": str(clean), "claims": "all",
+                                                                    "charter_path": str(research.charter)}))
                     assert [(c["line"], c["verdict"]) for c in doc["claims"]] == [
                         (c["line"], c["verdict"]) for c in cli_doc["claims"]]
                     for mine, theirs in zip(doc["claims"], cli_doc["claims"], strict=True):
-                        assert assert_quoted(mine["text"]) == theirs["text"]
-                    doc = doc_of(await s.call_tool("check_report", {"report_path": str(hostile),
+                        assert theirs["text"].startswith(assert_quoted(mine["text"]).rstrip("…"))
+                    doc = doc_of(await s.call_tool("check_report", {"report_path": str(hostile), "claims": "all",
                                                                     "snapshot_path": str(research.snapshot)}))
                     assert not doc["ok"] and doc["checked_against"] == "snapshot"
                     claim = at(doc, where["marked"])
                     assert "ignore previous instructions" in assert_quoted(claim["text"])
                     bad = at(doc, where["quote"])
                     assert bad["verdict"] == "quote not verbatim"
-                    assert "Bicycles travel free of charge" in assert_quoted(bad["quotes"][0]["closest"])
-                    assert "Markdown" in error_text(await s.call_tool("check_report", {
+                    assert "Bicycles travel free of charge" in assert_quoted(bad["closest"])
+                    failing = doc_of(await s.call_tool("check_report", {"report_path": str(hostile),
+                                                                        "snapshot_path": str(research.snapshot)}))
+                    assert [c["line"] for c in failing["claims"]] == [where["quote"]]
+                    assert "report file" in error_text(await s.call_tool("check_report", {
                         "report_path": "/etc/passwd", "charter_path": str(research.charter)}))
+                    # a snapshot resealed with a page's harvest events left out is refused (security's verify)
+                    resealed = _forged_by_omission(research, tmp_path / "resealed.jsonl")
+                    assert "fails verification" in error_text(await s.call_tool("check_report", {
+                        "report_path": str(clean), "snapshot_path": str(resealed)}))
+                    # a symlinked report path is refused, not followed
+                    link = tmp_path / "link.md"
+                    link.symlink_to(clean)
+                    assert "is a symlink" in error_text(await s.call_tool("check_report", {
+                        "report_path": str(link), "charter_path": str(research.charter)}))
+                    # a long report: the summary and as many failing claims as fit in 8,000 characters
+                    result = await s.call_tool("check_report", {"report_path": str(long_report),
+                                                                "charter_path": str(research.charter)})
+                    size = len(result.content[0].text)
+                    long_doc = doc_of(result)
+                    assert size <= 8000 and long_doc["totals"]["claims"] >= 100, size
+                    assert long_doc["claims"] and long_doc["more"] > 0 and long_doc["next_offset"]
+                    page = doc_of(await s.call_tool("check_report", {
+                        "report_path": str(long_report), "charter_path": str(research.charter),
+                        "offset": long_doc["next_offset"]}))
+                    assert page["claims"] and page["claims"][0]["line"] > long_doc["claims"][-1]["line"]
                     assert "charter_path" in error_text(await s.call_tool("check_report", {"report_path": str(clean)}))
 
                     # the evidence as resources, one per section

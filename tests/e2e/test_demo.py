@@ -86,3 +86,37 @@ def test_the_docs_show_what_the_demo_prints(demo_run):
     for page in demo_sample.PAGES:
         assert demo_sample.normalise(demo_sample.sample_of(page)) == made, (
             f"{page.name}'s demo sample is stale: run python scripts/demo_sample.py")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.model
+def test_the_demo_outputs_pass_their_own_check(demo_run):
+    """Issue 42: every output brt writes of the demo (the synthesis's Markdown and JSON, `brt report`'s Markdown
+    and HTML) passes `brt check` against the demo's snapshot (verified first, HAR included), every line type
+    brt writes read as what it claims: header, evidence with "also at", Agreement, acceptance verdicts."""
+    import json
+
+    _, out_dir, home = demo_run
+    (snapshot,) = (home / "snapshots").glob("demo_cwv-*.jsonl")
+    outputs = [out_dir / "demo_cwv.md", out_dir / "demo_cwv.json"]
+    runner = CliRunner()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BRT_HOME", str(home))
+        for fmt in ("md", "html"):
+            out = out_dir.parent / f"demo-report.{fmt}"
+            assert runner.invoke(cli, ["report", str(snapshot), "--format", fmt, "--out", str(out)]).exit_code == 0
+            outputs.append(out)
+        for path in outputs:
+            r = runner.invoke(cli, ["check", str(path), "--snapshot", str(snapshot), "--json"])
+            doc = json.loads(r.stdout)
+            failing = [(c["line"], c["kind"], c["text"][:80], [p["message"] for p in c["problems"]])
+                       for c in doc["claims"] if not c["ok"]]
+            assert r.exit_code == 0 and doc["ok"], (path.name, failing)
+            kinds = {c["kind"] for c in doc["claims"]}
+            assert {"evidence line", "acceptance"} <= kinds, (path.name, kinds)
+            assert doc["verified"].startswith("OK ") and doc["checked_against"] == "snapshot"
+            if path.suffix == ".md" and path.name == "demo_cwv.md":
+                assert {"header", "agreement"} <= kinds
+                also = [x for c in doc["claims"] for x in c["citations"] if x["text"].startswith("; also at")]
+                assert also and all(x["resolved"] for x in also)

@@ -144,7 +144,13 @@ def test_cli_and_mcp_name_the_missing_store_their_own_way(brt_home, make_charter
 
     path = make_charter(["https://docs.example/"], charter_id="nostore", allowed=("docs.example",), path="n.yaml")
     out = CliRunner().invoke(cli, ["search", str(path.source), "anything", "--json"])
-    assert out.exit_code == 1 and "run `brt harvest" in out.output and out.stdout == ""
+    assert out.exit_code == 1 and "run `brt harvest" in out.output
+    # --json: the error as one JSON document on stdout (issue 42), the message on stderr as always
+    import json
+
+    doc = json.loads(out.stdout)
+    assert doc["ok"] is False and doc["error_type"] == "StoreNotFound" and doc["exit_code"] == 1
+    assert "run `brt harvest" in doc["error"]
 
 
 @pytest.mark.parametrize(

@@ -77,9 +77,9 @@ def test_a_quote_of_several_sentences_and_curly_quotes_stay_one_claim() -> None:
     assert claim.citations[0].date == "2020-01-02"
 
 
-def test_short_quotes_are_words_not_quotes() -> None:
+def test_short_quotes_are_quotes_too() -> None:
     claim = only('The site calls the lamp "electric" in its notes (https://x.test/a).')
-    assert claim.quotes == []
+    assert claim.quotes == ["electric"]
 
 
 def test_a_citation_line_after_a_blockquote_belongs_to_it() -> None:
@@ -133,7 +133,7 @@ def test_bullets_and_table_rows_are_claims_with_their_lines() -> None:
     text = "Intro line that states nothing:\n\n- First bullet states a fact.\n- Second bullet states another.\n\n" \
            "| Year | Event |\n|---|---|\n| 1953 | The lamp was converted to electricity |\n"
     lines = [(c.line, c.kind) for c in claims_of(text)]
-    assert lines == [(3, "bullet"), (4, "bullet"), (8, "bullet")]
+    assert lines == [(3, "bullet"), (4, "bullet"), (8, "row")]
 
 
 def test_a_stray_quote_mark_does_not_swallow_the_next_citation() -> None:
@@ -162,9 +162,13 @@ def test_a_reference_to_a_missing_footnote_is_kept() -> None:
         ("converted to electricity in 1953", True),
         ("converted  to\nelectricity in 1953", True),  # whitespace collapsed
         ("… converted to electricity …", True),  # elisions at either end
-        ("lamp was converted … twenty nautical miles", True),  # an elision inside, parts in order
-        ("twenty nautical miles … lamp was converted", False),  # not in order
-        ("lamp was converted ... twenty nautical miles", False),  # three full stops are not an elision
+        ("lamp was converted … in 1953", True),  # an elision inside, parts in order, within one sentence
+        ("lamp was converted ... in 1953", True),  # three full stops elide too
+        ("Its lamp … converted to electricity", True),
+        ("it can be seen … miles away", False),  # "twenty" left out at the cut
+        ("lamp was converted … twenty nautical miles", False),  # the words left out hold a number (1953)
+        ("in 1953 … lamp was converted", False),  # not in order
+        ("converted to electricity … bright", False),  # an elision never joins two sentences
         ("converted to electricity in 1935", False),
         ("It’s “bright”", True),  # typographic marks fold to ASCII on both sides
         ("…", False),
@@ -178,16 +182,30 @@ def test_quote_in_text(quote: str, ok: bool) -> None:
 
 def test_url_key_ignores_scheme_slash_fragment_and_encoding() -> None:
     same = ["https://Web.dev/articles/cls/", "web.dev/articles/cls", "http://web.dev/articles/cls#intro",
-            "https://user:pw@web.dev/articles/%63ls"]
+            "https://web.dev/articles/%63ls", "HTTP://WEB.DEV:80/articles/x/../cls"]
     assert len({url_key(u) for u in same}) == 1
     assert url_key("web.dev/articles/cls?a=1") != url_key("web.dev/articles/cls")
     assert url_key("127.0.0.1:8000/a.html") != url_key("127.0.0.1:8001/a.html")
 
 
-def test_url_key_of_what_is_no_url_is_the_text() -> None:
-    """A report can cite anything: a port that is no number or a broken IPv6 literal is compared as written."""
-    assert url_key("javascript:alert(1)") == "http://javascript:alert(1)"  # read as host:port, no port
-    assert url_key("http://[::1/x") == "http://[::1/x"
+@pytest.mark.parametrize(
+    "url",
+    ["javascript://web.dev/articles/cls", "javascript:alert(1)", "file:///web.dev/articles/cls",
+     "file://web.dev/articles/cls", "ftp://web.dev/articles/cls", "ws://web.dev/articles/cls",
+     "wss://web.dev/articles/cls", "data:text/html,web.dev/articles/cls", "https://user:pw@web.dev/articles/cls",
+     "http://[::1/x", "blob:https://web.dev/articles/cls"],
+)
+def test_what_is_no_http_url_has_no_key(url: str) -> None:
+    """Only http(s) URLs without userinfo, as a browser parses them (the allowlist's parser), name a page."""
+    assert url_key(url) is None
+
+
+def test_a_backslash_ends_the_authority_as_a_browser_reads_it() -> None:
+    """``http://other.example\\@web.dev/articles/cls`` opens other.example in a browser; Python's urlsplit read
+    web.dev. It must not name the stored page web.dev/articles/cls."""
+    for url in ("http://other.example\\@web.dev/articles/cls", "other.example\\@web.dev/articles/cls",
+                "https://other.example\\web.dev/articles/cls"):
+        assert url_key(url) is not None and url_key(url).startswith("other.example/"), url_key(url)
 
 
 def test_numbers() -> None:
@@ -201,8 +219,6 @@ def test_numbers() -> None:
     [
         ("The lamp was converted to electricity in 1935.", "numbers"),
         ("The lamp was not converted to electricity in 1953.", "negation"),
-        ("Ticket prices fell in 1953.", "direction"),
-        ("More boats left after the storm.", "direction"),
     ],
 )
 def test_signals_of_a_reversed_claim(claim: str, kind: str) -> None:
@@ -251,3 +267,69 @@ def test_a_semicolon_does_not_end_a_claim() -> None:
                               "diagonal entries are real numbers.")
     assert first.text.startswith("Only the diagonal") and [c.url for c in first.citations] == ["https://x.test/h"]
     assert second.text.startswith("The diagonal") and not second.citations
+
+
+PASSAGE = ("The harbour office is not open on Sundays, and the slipway is closed during storms. Treat field data "
+           "as the verdict and lab data as the microscope. Ticket prices rose from 10 to 12 euros in 2023 at "
+           "Portsmouth.")
+
+
+@pytest.mark.parametrize(
+    ("claim", "feature"),
+    [
+        ("The harbour office is open on Sundays.", "negation"),
+        ("Treat lab data as the verdict and field data as the microscope.", "order"),
+        ("Treat lab data as the verdict and field data as the microscope.", "pivot"),
+        ("Ticket prices rose from 12 to 10 euros in 2023.", "order"),
+        ("Ticket prices rose from 12 to 10 euros in 2023.", "pivot"),
+        ("The slipway is not open on Sundays, and the harbour office is closed during storms.", "pivot"),
+        ("Ticket prices rose from 10 to 14 euros in 2023.", "numbers"),
+        ("Ticket prices rose from 10 to 12 euros in 2023 at Southampton.", "entity"),
+        ("Ticket prices fell from 10 to 12 euros in 2023.", "novel"),
+        ("The slipway is unclosed during storms.", "prefix"),
+    ],
+)
+def test_support_features_see_each_kind_of_reversal(claim: str, feature: str) -> None:
+    from orchestrator.audit.support import features
+
+    faithful = features("The slipway is closed during storms.", PASSAGE, 1.0, None)
+    assert all(faithful[k] == 0 for k in ("negation", "order", "numbers", "entity", "novel", "prefix")), faithful
+    reversed_ = features(claim, PASSAGE, 1.0, None)
+    assert reversed_[feature] > 0, reversed_
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "In 2023 ticket prices rose from 10 to 12 euros at Portsmouth.",  # a phrase moved to the front
+        "At Portsmouth, ticket prices rose from 10 to 12 euros in 2023.",
+        "Ticket prices, in 2023, rose from 10 to 12 euros at Portsmouth.",  # ... to the middle
+        "Field data should be treated as the verdict and lab data as the microscope.",  # passive
+    ],
+)
+def test_a_phrase_moved_whole_is_no_pivot(claim: str) -> None:
+    """Moving one phrase, whole, keeps every role: only two parts trading sides around a third is a pivot."""
+    from orchestrator.audit.support import features
+
+    x = features(claim, PASSAGE, 1.0, None)
+    assert x["pivot"] == 0 and x["negation"] == x["numbers"] == x["entity"] == 0, x
+
+
+def test_a_clause_swapped_around_its_connective_is_a_pivot() -> None:
+    from orchestrator.audit.support import features
+
+    passage = "Ticket prices rose by 5 percent after the fuel surcharge was introduced."
+    assert features("After the fuel surcharge was introduced, ticket prices rose by 5 percent.", passage, 1.0,
+                    None)["pivot"] == 0
+    assert features("The fuel surcharge was introduced after ticket prices rose by 5 percent.", passage, 1.0,
+                    None)["pivot"] == 1
+
+
+def test_the_statement_is_where_the_passage_says_the_claim() -> None:
+    """A negation in another clause of the sentence says nothing about the claim; one inside its span does."""
+    from orchestrator.audit.support import signals
+
+    assert not signals("The slipway is closed during storms.", PASSAGE)["negation"]
+    assert signals("The harbour office is open on Sundays.", PASSAGE)["negation"]
+    assert not signals("I did not fall out of love with acting, she said.",
+                       "I did not fall out of love with acting, she said, and I never will.")["negation"]
