@@ -153,7 +153,7 @@ class CheckReport:
     charter_id: str
     claims: list[ClaimResult]
     gaps: int = 0
-    verified: str | None = None  # what was verified before the check (the snapshot's verdict, the store check)
+    verified: str | None = None  # what was verified before the check (the snapshot's or the store's verdict)
     warnings: list[str] = field(default_factory=list)  # what that verification warned of
 
     @property
@@ -600,9 +600,9 @@ def check_report(
     """Check the report at ``report`` (Markdown, or brt's JSON or HTML) against the charter's store, or against
     ``snapshot`` (an audit snapshot; ``charter``, when given too, supplies the allowlist). The evidence is
     verified first: the snapshot with ``verify.verify`` (its HAR too unless ``har`` is False), the store with
-    its check; one that fails is refused (``evidence_source.SourceRefused``). CheckError for an unreadable
-    report (a symlink too, unless ``follow_links``) or when neither source is given; StoreNotFound /
-    SnapshotError / CharterError pass through."""
+    ``verify.verify_store`` (against its HARs); one that fails is refused (``evidence_source.SourceRefused``).
+    CheckError for an unreadable report (a symlink too, unless ``follow_links``) or when neither source is
+    given; StoreNotFound / SnapshotError / CharterError pass through."""
     from .evidence_source import from_snapshot, from_store
 
     if snapshot is None and charter is None:

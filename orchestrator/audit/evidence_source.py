@@ -49,7 +49,7 @@ class EvidenceSource:
     model: str | None
     load_embedder: Callable[[], Any]
     acceptance: list[dict[str, Any]] | None = None  # the recorded synthesis's verdicts (None: none recorded)
-    verified: str | None = None  # what was verified before the check (the snapshot's verdict, the store check)
+    verified: str | None = None  # what was verified before the check (the snapshot's or the store's verdict)
     warnings: list[str] = field(default_factory=list)  # what that verification warned of
     _by_key: dict[str, SourcePage] = field(default_factory=dict, repr=False)
     _chunks_by_key: dict[str, list[SourceChunk]] = field(default_factory=dict, repr=False)
@@ -146,21 +146,15 @@ def _acceptance(synthesis: dict[str, Any] | None) -> list[dict[str, Any]] | None
 
 
 def from_store(charter: Charter, *, verify: bool = True) -> EvidenceSource:
-    """The charter's store (StoreNotFound when it has none), checked first (``Memory.check``: every chunk id
-    the hash of its text, every chunk held by a stored page and every page's chunks present, vectors and
-    indexes whole); SourceRefused when that check fails."""
+    """The charter's store (StoreNotFound when it has none), verified first as ``brt verify`` verifies a snapshot
+    (``verify.verify_store``: every page against its provenance record in the store's HARs, every chunk id the
+    hash of its text, every recorded block a span of a proven page, every URL on the allowlist, and the store's
+    own consistency, ``Memory.check``); SourceRefused when that fails."""
     from ..config import open_memory
     from .trail import stored_synthesis
 
+    verified, warnings = _verify_store(charter) if verify else (None, [])
     mem = open_memory(charter, create=False)
-    verified = None
-    if verify:
-        result = mem.check()
-        if not result.ok:
-            problems = [str(p) for p in result.problems]
-            raise SourceRefused(f"the store of charter {charter.id} fails its check ({len(problems)} problem(s)): "
-                                "a report is not checked against it", problems)
-        verified = "store check: " + ", ".join(f"{v} {k}" for k, v in result.counts.items())
     pages = [
         SourcePage(p.url, p.last_updated, p.title, p.text,
                    [p.requested_url] if p.requested_url and p.requested_url != p.url else [])
@@ -173,7 +167,20 @@ def from_store(charter: Charter, *, verify: bool = True) -> EvidenceSource:
     synthesis = stored_synthesis(mem)
     return EvidenceSource("store", Path(charter.source or charter.id), charter.id, list(charter.allowed_domains),
                           pages, chunks, _block_index(synthesis), mem.model_name, lambda: mem.embedder,
-                          _acceptance(synthesis), verified)
+                          _acceptance(synthesis), verified, warnings)
+
+
+def _verify_store(charter: Charter) -> tuple[str, list[str]]:
+    """``verify_store`` of the charter's store (against the HARs it keeps): its verdict and warnings, or
+    SourceRefused."""
+    from .verify import verify_store
+
+    report = verify_store(charter)
+    if not report.ok:
+        failures = [str(f) for f in report.failures]
+        raise SourceRefused(f"the store of charter {charter.id} fails verification ({len(failures)} failure(s)): "
+                            "a report is not checked against it", failures)
+    return report.verdict(), [str(w) for w in report.warnings]
 
 
 def _verify_snapshot(path: str | Path, charter: Charter | None, har: bool) -> tuple[str, list[str]]:

@@ -342,6 +342,42 @@ def _forged_by_omission(research: Research, dest: Path) -> Path:
     return dest
 
 
+def _store_without_provenance(research: Research, store_id: str, dest: Path) -> Path:
+    """A live store restored from the research snapshot (with its HAR), then a page written into it behind brt's
+    back (no harvest, no ``add_page``: no provenance record proves it); its charter file."""
+    from memory_store import Memory
+
+    charter = dest / f"{store_id}.yaml"
+    r = run("restore", research.snapshot, "--id", store_id, "--charter", charter)
+    assert r.exit_code == 0, r.output
+    mem = Memory(store_id, basepath=research.home / "memory")
+    mem.add(research.url("rogue.html"), "Boats leave the south quay every two hours. The crossing takes 45 minutes "
+            "and a return ticket costs €12 for adults, says a page no harvest fetched.")
+    return charter
+
+
+def test_a_store_without_provenance_is_refused(research: Research, home: Path, tmp_path: Path) -> None:
+    """Security issue 41: ``--charter`` checks against the live store, verified first against the HARs it keeps
+    (``verify_store``), not only for consistency: a page no harvest or ``add_page`` recorded is refused, although
+    the store's own check passes (its chunk ids are the hashes of their text)."""
+    report, _ = research.report("clean-store")
+    code, doc = check(report, "--charter", research.charter)
+    assert code == 0 and doc["verified"].startswith("OK ") and "provenance records" in doc["verified"]
+    charter = _store_without_provenance(research, "check_rogue", tmp_path)
+    assert run("status", charter, "--check").exit_code == 0  # consistent: the store check alone passes it
+    r = run("check", report, "--charter", charter, "--json")
+    assert r.exit_code == 1 and "fails verification" in r.output, r.output
+    assert json.loads(r.stdout)["ok"] is False and json.loads(r.stdout)["error_type"] == "SourceRefused"
+    from orchestrator.audit.check import check_report
+    from orchestrator.audit.evidence_source import SourceRefused
+    from orchestrator.charter import load_charter
+
+    with pytest.raises(SourceRefused) as refused:
+        check_report(report, charter=load_charter(charter))
+    assert any(f.startswith("provenance:") and "rogue.html" in f for f in refused.value.failures), \
+        refused.value.failures
+
+
 def test_the_check_after_clean_uses_the_snapshot(research: Research, home: Path) -> None:
     report, _ = research.report("clean")
     store_code, from_store = check(report, "--charter", research.charter)
@@ -409,6 +445,8 @@ def test_mcp_check_report_resources_synthesize_and_restore_report(research: Rese
     body = [research.lines["paraphrase"], SEEDED["altered quote"][1](research)] * 60
     long_report.write_text("# Long\n\n" + "\n\n".join(body) + "\n\n" + research.lines["note 1"] + "\n", "utf-8")
 
+    rogue = _store_without_provenance(research, "check_rogue_mcp", tmp_path)
+
     async def flow() -> None:
         with open(tmp_path / "server.log", "w") as errlog:
             async with stdio_client(server_params(home), errlog=errlog) as (read, write):
@@ -446,6 +484,9 @@ def test_mcp_check_report_resources_synthesize_and_restore_report(research: Rese
                     resealed = _forged_by_omission(research, tmp_path / "resealed.jsonl")
                     assert "fails verification" in error_text(await s.call_tool("check_report", {
                         "report_path": str(clean), "snapshot_path": str(resealed)}))
+                    # so is a live store holding a page no provenance record proves (verify_store)
+                    assert "fails verification" in error_text(await s.call_tool("check_report", {
+                        "report_path": str(clean), "charter_path": str(rogue)}))
                     # a symlinked report path is refused, not followed
                     link = tmp_path / "link.md"
                     link.symlink_to(clean)
