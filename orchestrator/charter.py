@@ -1,5 +1,5 @@
-"""Task charters: the pydantic schema of DESIGN.md, loading from YAML or JSON, and validation errors that name
-the file and the field path."""
+"""Task charters: the pydantic schema of docs/contracts.md ("Charter"), loading from YAML or JSON, and validation
+errors that name the file and the field path."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ class Retrieval(_Strict):
 
 
 def host_allowed(host: str | None, allowed_domains: list[str]) -> bool:
-    """Host-suffix match of DESIGN.md: "web.dev" allows "web.dev" and "x.web.dev", never "notweb.dev";
+    """Host-suffix match (docs/contracts.md, "Charter"): "web.dev" allows "web.dev" and "x.web.dev", never "notweb.dev";
     an IP address or "localhost" allows that exact host only."""
     if not host:
         return False

@@ -241,7 +241,7 @@ def markdown_quote(quote: str) -> str:
 
 
 def evidence_line(label: str, n: int, quote: str, cited_url: str, last_updated: str | None) -> str:
-    """One evidence block as one Markdown line (DESIGN "Evidence blocks"), with the quote, the cited URL and
+    """One evidence block as one Markdown line (docs/contracts.md, "Evidence blocks"), with the quote, the cited URL and
     the date escaped by :func:`markdown_escape`: a quote holding ``"`` or a forged
     ``— web.dev/… (last updated: …) [X Evidence #2] "…"`` tail stays inside its own quote marks."""
     return (

@@ -1,4 +1,4 @@
-"""The schema of a snapshot's records (DESIGN "Snapshot"), checked as each line is read (``snapshot.py``).
+"""The schema of a snapshot's records (docs/contracts.md, "Snapshot"), checked as each line is read (``snapshot.py``).
 
 A snapshot is a file anyone can edit: every field brt reads is typed here, so a record whose field has the wrong
 type (a list where a date belongs, a string where a count does) is reported with its line and field and left out,

@@ -1,4 +1,4 @@
-"""Reading a snapshot (the JSONL ``/clean`` writes; DESIGN "Snapshot") back into typed parts.
+"""Reading a snapshot (the JSONL ``/clean`` writes; docs/contracts.md, "Snapshot") back into typed parts.
 
 ``read_snapshot(path)`` keeps the manifest line as written, recomputes the sha256 of the rest of the file
 and the count of each record type, and sorts the records by type. Lines that are not JSON objects with a

@@ -14,7 +14,8 @@ How a section's evidence is chosen, one module a step:
    the same weights file);
 6. ``select``: best first; a block only where it reaches the threshold, a Gap where none does; further blocks
    are distinct answers or the same facts on another page ("also at"), never padding;
-7. ``results`` and ``render``: the typed records, their JSON and the Markdown lines (DESIGN "Evidence blocks").
+7. ``results`` and ``render``: the typed records, their JSON and the Markdown lines (docs/contracts.md,
+   "Evidence blocks").
 """
 
 from __future__ import annotations

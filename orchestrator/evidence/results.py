@@ -1,6 +1,6 @@
 """What a synthesis produces: evidence blocks (a verbatim quote, its URL and last-updated date,
 and the other pages that state the same, ``also_at``), gaps, sections and the whole result with its JSON
-document (DESIGN "Evidence blocks"). Plain records: no retrieval, no model."""
+document (docs/contracts.md, "Evidence blocks"). Plain records: no retrieval, no model."""
 
 from __future__ import annotations
 

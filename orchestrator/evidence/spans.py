@@ -14,8 +14,8 @@ from memory_store.text import collapse, sentence_spans, terms
 if TYPE_CHECKING:
     from memory_store import Hit
 
-#: A quote's longest, in words (DESIGN: at most about 60); a longer single sentence is cut around the question's
-#: terms, "…" marking the cut.
+#: A quote's longest, in words (docs/contracts.md, "Evidence blocks": at most about 60); a longer single sentence
+#: is cut around the question's terms, "…" marking the cut.
 MAX_QUOTE_WORDS = 60
 #: Windows of up to this many consecutive sentences are candidates.
 MAX_WINDOW = 3

@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 #: list, so such a request fails (ERR_UNSAFE_PORT) before any DNS lookup or connection.
 _NOWHERE = "http://127.0.0.1:1/"
 
-#: Flags that keep Chromium from talking to anything but the pages we ask for (see DESIGN.md, "This machine").
+#: Flags that keep Chromium from talking to anything but the pages we ask for (docs/contracts.md, "Guardrails").
 #: The last ones: even with --disable-component-update, Chromium's update client asks
 #: update.googleapis.com at every launch, and the sign-in code asks accounts.google.com (ListAccounts); they
 #: are pointed at _NOWHERE (the security tests read Chromium's net log: no other host is looked up).

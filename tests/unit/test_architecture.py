@@ -1,13 +1,15 @@
 """The code's shape, checked on every run: no import cycle between project modules (function-local and
 type-checking imports count), no private name imported from another module, the layering
 ``orchestrator -> concept_index -> memory_store`` (never back), ``BRT_*`` variables read in one module only, and no
-function more complex than McCabe 15 (ruff's C901) outside a short allow-list. Pure AST and ruff: nothing of the
-project is imported."""
+function more complex than McCabe 15 (ruff's C901) outside a short allow-list, and the code's citations of the
+contracts pointing at sections of docs/contracts.md (never at a DESIGN file the repository does not hold). Pure AST,
+text and ruff: nothing of the project is imported."""
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -351,3 +353,36 @@ def test_the_complexity_rule_sees_a_complex_function(tmp_path):
     sample.write_text(f"def tangled(x):\n{branches}\n    return -1\n\n\ndef plain(x):\n    return x\n")
     found = too_complex([sample])
     assert len(found) == 1 and "::tangled" in found[0] and found[0].endswith(f"{MAX_COMPLEXITY + 1} > 15")
+
+
+# -- citations of the contracts page -------------------------------------------------------------------------------
+
+#: Folders whose Python files may cite the contracts; the repository holds no DESIGN.md, so none may cite one.
+CITING = (*PACKAGES, "scripts", "tests", "bench")
+_DESIGN = re.compile(r"\bDESIGN\b")
+_CONTRACTS_CITE = re.compile(r'docs/contracts\.md,?\s*(?:#\s*)?\(?"([^"]+)"')
+
+
+def _citing_files() -> list[Path]:
+    own = Path(__file__).resolve()
+    return [p for folder in CITING for p in sorted((ROOT / folder).rglob("*.py")) if p.resolve() != own]
+
+
+def test_no_source_cites_a_design_file_the_repository_does_not_hold():
+    assert not (ROOT / "DESIGN.md").exists(), "DESIGN.md is in the repository: cite it or fold it into the docs"
+    cites = [f"{p.relative_to(ROOT)}:{n}" for p in _citing_files()
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if _DESIGN.search(line)]
+    assert not cites, f"cite docs/contracts.md (with the section) instead of DESIGN: {cites}"
+
+
+def test_every_contracts_section_cited_exists():
+    headings = {line[3:].strip() for line in (ROOT / "docs" / "contracts.md").read_text(encoding="utf-8").splitlines()
+                if line.startswith("## ")}
+    cited: dict[str, list[str]] = {}
+    for p in _citing_files():
+        text = " ".join(p.read_text(encoding="utf-8").split())  # a citation may be wrapped across lines
+        for section in _CONTRACTS_CITE.findall(text):
+            cited.setdefault(section, []).append(str(p.relative_to(ROOT)))
+    assert len(cited) >= 3, cited  # the rule sees the citations (Charter, Evidence blocks, Snapshot, Guardrails)
+    missing = {s: files for s, files in cited.items() if s not in headings}
+    assert not missing, f"sections cited but not in docs/contracts.md ({sorted(headings)}): {missing}"

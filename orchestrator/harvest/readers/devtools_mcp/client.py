@@ -2,11 +2,11 @@
 package (the reader that drives it for the crawl is ``reader.py``).
 
 brt starts ``chrome-devtools-mcp --headless --isolated --executablePath <browser>`` (plus the launch flags of
-DESIGN.md as ``--chromeArg`` and the charter's allowlist as ``--allowedUrlPattern``) over stdio with the MCP
-SDK's ``ClientSession``, and reads every page through its ``navigate_page`` and ``evaluate_script`` tools
-(pages are addressed by ``pageId``, found with ``list_pages``). Everything after the read is the Playwright
-path's: the same breadth-first crawl and limits, the allowlist on the final URL, robots.txt, the same
-``harvest_event`` records, extraction, chunking and store writer (the crawl drives this reader as it drives the
+docs/contracts.md, "Guardrails", as ``--chromeArg`` and the charter's allowlist as ``--allowedUrlPattern``) over
+stdio with the MCP SDK's ``ClientSession``, and reads every page through its ``navigate_page`` and
+``evaluate_script`` tools (pages are addressed by ``pageId``, found with ``list_pages``). Everything after the read
+is the Playwright path's: the same breadth-first crawl and limits, the allowlist on the final URL, robots.txt, the
+same ``harvest_event`` records, extraction, chunking and store writer (the crawl drives this reader as it drives the
 Playwright one).
 
 Differences from the Playwright path: pages are read one at a time (one tab); no HAR is recorded; requests the
