@@ -156,6 +156,7 @@ def squad(eval_dir: Path) -> Iterator[dict]:
         titles = {a["title"] for a in v2}
         v1 = [a for a in json.load(fh)["data"] if a["title"] not in titles]
     for art in [*v2, *v1]:
+        squad_set = "v2" if art in v2 else "v1-extra"  # the shipped reader before this one learned from v1-extra
         text = "\n".join(" ".join(p["context"].split()) for p in art["paragraphs"])
         url = f"https://squad.test/wiki/{art['title']}"
         pages = {art["title"]: {"url": url, "text": text}}
@@ -166,7 +167,8 @@ def squad(eval_dir: Path) -> Iterator[dict]:
                 yield {"source": "squad", "train": True, "group": art["title"], "kind":
                        "unanswerable" if not answers else kind_of(qa["question"]),
                        "question": qa["question"].strip(), "keys": answers, "case": art["title"] if answers else None,
-                       "answer_sentence": None, "paragraph": i, "plausible": plausible, "pages": pages}
+                       "answer_sentence": None, "paragraph": i, "plausible": plausible, "squad_set": squad_set,
+                       "pages": pages}
 
 
 def wikiqa(eval_dir: Path) -> Iterator[dict]:

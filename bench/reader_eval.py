@@ -13,7 +13,8 @@ through the class synthesis uses (``orchestrator.evidence.reader.Reader``).
 
 Held out: with ``--fold f`` the trainable sources (SQuAD, the two written web sets) are scored on the records of
 fold ``f`` only (the fold model trained without them); SciFact questions, web-qa dev and WikiQA never train a
-reader and are scored whole. ``--max-candidates N`` scores only each question's N best candidates by BM25 (a
+reader and are scored whole. SQuAD is scored on the 27 articles of SQuAD 2.0 dev only: the 13 articles only SQuAD
+1.1 dev holds trained the reader ``--init`` starts from. ``--max-candidates N`` scores only each question's N best candidates by BM25 (a
 quick look; the answering candidate may fall outside and count as a miss for every model alike).
 
 Figures per source and question kind: ``top1``, ``top3``; on unanswerable questions ``none`` (the share whose
@@ -78,6 +79,8 @@ def selected(recs: list[dict], args: argparse.Namespace) -> list[dict]:
         if r["source"] not in args.sources:
             continue
         if args.fold and r["train"] and r["fold"] != args.fold:
+            continue
+        if r.get("squad_set", "v2") != "v2":  # the reader this one may start from learned from these articles
             continue
         out.append(r)
     if args.limit:

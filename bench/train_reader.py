@@ -87,10 +87,11 @@ def bm25_order(rec: dict) -> list[int]:
 class GroupMaker:
     """One training group per question and epoch (see the module's docstring)."""
 
-    def __init__(self, group: int, mined: dict[str, list[float]], rng: random.Random) -> None:
+    def __init__(self, group: int, mined: dict[str, list[float]], rng: random.Random, restate: float = 0.0) -> None:
         self.group = group
         self.mined = mined
         self.rng = rng
+        self.restate = restate
         self._bm25: dict[str, list[int]] = {}
 
     def pool(self, rec: dict) -> list[int]:
@@ -112,9 +113,11 @@ class GroupMaker:
             picks.extend(self.rng.sample(cands, min(k, len(cands))))
 
         logits = self.mined.get(rid)
-        if logits is not None:
+        if logits is not None:  # a reader's own mistakes first, then the lexical near misses
             take(sorted(allowed, key=lambda i: -logits[i])[:8], n // 2)
-        take(self._bm25[rid][:8], max(1, n // 4))
+            take(self._bm25[rid][:8], max(1, n // 4))
+        else:
+            take(self._bm25[rid][:10], n - 2)
         lead = [i for i in pool if rec["candidates"][i]["lo"] <= 1 and not rec["candidates"][i]["heading"]]
         take(lead[:3], 1)
         take(pool, n - len(picks))
@@ -129,13 +132,20 @@ class GroupMaker:
             negs = self.negatives(rec, self.group - 1)
             if not negs:
                 return None
-            items = [pos, *negs]
-            self.rng.shuffle(items)
-            return rec["question"], [cands[i]["reading"] for i in items], items.index(pos)
-        negs = self.negatives(rec, self.group)
-        if len(negs) < 2:
-            return None
-        return rec["question"], [cands[i]["reading"] for i in negs], -1
+            readings = [cands[i]["reading"] for i in [pos, *negs]]
+        else:
+            negs = self.negatives(rec, self.group)
+            if len(negs) < 2:
+                return None
+            readings = [cands[i]["reading"] for i in negs]
+        if self.restate and self.rng.random() < self.restate:
+            # the question stated back (its "?" a full stop): it names everything the question names and answers
+            # nothing, the pattern of a page's sentence that restates what readers ask
+            readings[-1] = rec["question"].rstrip(" ?") + "."
+        order = list(range(len(readings)))
+        self.rng.shuffle(order)
+        target = order.index(0) if rec["pos"] else -1
+        return rec["question"], [readings[i] for i in order], target
 
 
 def build_model(torch, base: Path):
@@ -154,6 +164,54 @@ def build_model(torch, base: Path):
             return self.head(pooled).squeeze(-1).float()
 
     return Reader()
+
+
+def load_int8(model, onnx_file: Path) -> dict:
+    """Start from a reader this script exported before (int8 ONNX): every weight dequantised, ``(q - zero) *
+    scale``, into ``model``. Norms, biases and embeddings are named in the file; the exported matrices
+    (``onnx::MatMul_*``) are not, so each goes to the same-shaped linear layer of the base model it correlates
+    with best (a fine-tuned matrix stays far closer to its own base matrix than to any other). Returns how
+    each was matched, for the record."""
+    import numpy as np
+    import onnx
+    import torch
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(onnx_file)).graph
+    arrays = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    params = dict(model.named_parameters())
+    loaded: dict[str, str] = {}
+    for name, arr in arrays.items():
+        if name in params and not name.endswith(("_scale", "_zero_point", "_quantized")):
+            loaded[name] = name
+            with torch.no_grad():
+                params[name].copy_(torch.from_numpy(arr.astype("float32")))
+    deq = {}
+    for name, q in arrays.items():
+        if name.endswith("_quantized"):
+            stem = name[: -len("_quantized")]
+            deq[stem] = (q.astype("float32") - arrays[f"{stem}_zero_point"].astype("float32")) * arrays[f"{stem}_scale"]
+    linears = {n: p for n, p in params.items() if p.dim() == 2 and "embeddings" not in n}
+    free = set(linears)
+    for stem, w in deq.items():
+        if stem in params:  # embeddings, stored as they are
+            target, value = stem, w
+        else:  # a MatMul's [in, out] matrix is a Linear's weight transposed
+            value = w.T if stem.startswith("onnx::") else w
+            same = [n for n in free if tuple(linears[n].shape) == value.shape]
+            if stem == "head.weight":
+                target = "head.weight"
+            else:
+                target = max(same, key=lambda n: float(np.corrcoef(linears[n].detach().numpy().ravel(),
+                                                                    value.ravel())[0, 1]))
+            free.discard(target)
+        with torch.no_grad():
+            params[target].copy_(torch.from_numpy(np.ascontiguousarray(value).reshape(params[target].shape)))
+        loaded[target] = stem
+    missing = sorted(n for n in set(params) - set(loaded) if ".pooler." not in n)  # the pooler is never used
+    if missing:
+        raise SystemExit(f"{onnx_file}: no weights for {missing}")
+    return loaded
 
 
 def training_records(recs: list[dict], args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
@@ -185,9 +243,12 @@ def train(args: argparse.Namespace, recs: list[dict]) -> dict:
     device = torch.device(args.device)
     base = Path(args.base) if args.base else base_model_dir()
     tok = AutoTokenizer.from_pretrained(str(base))
-    model = build_model(torch, base).to(device)
+    model = build_model(torch, base)
+    if args.init:
+        load_int8(model, Path(args.init))
+    model = model.to(device)
     mined = json.loads(gzip.decompress(Path(args.mined).read_bytes())) if args.mined else {}
-    maker = GroupMaker(args.group, mined, rng)
+    maker = GroupMaker(args.group, mined, rng, args.restate)
     web, squad = training_records(recs, args)
     epochs = epochs_of(web, squad, args, rng)
     total = sum(math.ceil(len(e) / args.batch) for e in epochs)
@@ -265,12 +326,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", required=True, help="bench/reader_data.py's output")
     ap.add_argument("--out", required=True)
     ap.add_argument("--base", default=None, help="the base weights folder (default: the bundled MiniLM)")
+    ap.add_argument("--init", default=None,
+                    help="start from a reader this script exported (its int8 reader.onnx) instead of the base head")
     ap.add_argument("--sources", nargs="*", default=list(TRAIN_SOURCES))
     ap.add_argument("--fold", choices=("a", "b"), default=None, help="leave this fold out (held-out figures)")
     ap.add_argument("--mined", default=None, help="reader logits per question (bench/reader_eval.py --mine)")
     ap.add_argument("--web-epochs", type=int, default=3)
     ap.add_argument("--squad", type=int, default=0, help="SQuAD questions in all (0: every one)")
     ap.add_argument("--group", type=int, default=8)
+    ap.add_argument("--restate", type=float, default=0.0,
+                    help="share of groups whose last negative is the question stated back as a sentence")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--lr", type=float, default=7e-5)
     ap.add_argument("--seed", type=int, default=13)
