@@ -63,15 +63,17 @@ def _matches(pattern: re.Pattern | None):
     return (lambda quote: bool(pattern.search(" ".join(quote.split())))) if pattern is not None else (lambda _q: False)
 
 
-def webqa(eval_dir: Path, tmp: Path) -> tuple[list[Path], Path, list[DevQuestion]]:
+def webqa(eval_dir: Path, tmp: Path, which: str = "dev") -> tuple[list[Path], Path, list[DevQuestion]]:
+    """A web-qa set (``dev``, or a written training set ``train``, ``train-te``, ``sci``), one charter each."""
     from bench.evidence_webqa import load_webqa, write_charter
 
-    charters, pages = load_webqa(eval_dir)
-    har = write_har(pages.items(), tmp / "web-qa.har")
+    charters, pages = load_webqa(eval_dir, which)
+    har = write_har(pages.items(), tmp / f"web-qa-{which}.har")
+    dataset = {"dev": "webqa", "train": "wqt", "train-te": "wqt-te", "sci": "sci"}[which]
     paths, qs = [], []
     for c in charters:
         paths.append(write_charter(tmp / f"{c.id}.yaml", c, javascript=True))
-        qs += [DevQuestion("webqa", c.id, c.id, i, q.kind, q.answerable, q.question, _contains(q.answers))
+        qs += [DevQuestion(dataset, c.id, c.id, i, q.kind, q.answerable, q.question, _contains(q.answers))
                for i, q in enumerate(c.questions)]
     return paths, har, qs
 
@@ -110,6 +112,10 @@ def news(eval_dir: Path, tmp: Path, questions: Path) -> tuple[list[Path], Path, 
     return paths, har, qs
 
 
+#: ``--dataset`` names of the web-qa sets (``bench/evidence_webqa.py``'s ``--set``).
+WEB_SETS = {"webqa": "dev", "wqt": "train", "wqt-te": "train-te", "sci": "sci"}
+
+
 def dump(charter_paths: list[Path], questions: list[DevQuestion]) -> list[dict]:
     """Every section's candidates as rows: the question's fields, and per candidate its features, label and
     what selection needs (url, sentence keys, words, chunk rank, quote)."""
@@ -130,12 +136,14 @@ def dump(charter_paths: list[Path], questions: list[DevQuestion]) -> list[dict]:
             cands = section_candidates(mem, sections[q.section], k=charter.retrieval.k,
                                        retrieval=charter.retrieval, cache=cache)
             rows = []
+            qvec = mem.embedder.embed_queries([q.question])[0]
             for s, f in zip(cands.spans, cands.features, strict=True):
+                sent_cos = cache.vectors(s.chunk.sentences[s.lo : s.hi + 1]) @ qvec
                 rows.append({
                     "x": [round(v, 5) for v in f.row()],
                     "y": int(q.answerable and q.holds(s.quote)),
                     "url": s.url, "keys": sorted(s.keys), "words": s.words, "rank": s.chunk.rank, "quote": s.quote,
-                    "reading": s.reading,
+                    "reading": s.reading, "n": s.n_sentences, "best": int(sent_cos.argmax()),
                 })
             out.append({"dataset": q.dataset, "group": q.group, "charter": q.charter, "section": q.section,
                         "kind": q.kind, "answerable": q.answerable, "question": q.question, "candidates": rows})
@@ -145,7 +153,7 @@ def dump(charter_paths: list[Path], questions: list[DevQuestion]) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", choices=["webqa", "squad", "news"], required=True)
+    ap.add_argument("--dataset", choices=["webqa", "wqt", "wqt-te", "sci", "squad", "news"], required=True)
     ap.add_argument("--eval-dir", default=str(REPO_ROOT.parent / "shared" / "eval"))
     ap.add_argument("--questions", default=str(REPO_ROOT / "bench" / "data" / "news_questions.json"))
     ap.add_argument("--per-article", type=int, default=30, help="SQuAD: answerable questions per article")
@@ -159,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(args.brt_home) if args.brt_home else tmp / "brt_home"
     env = dict(os.environ, BRT_HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     os.environ.update(BRT_HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    if args.dataset == "webqa":
-        paths, har, qs = webqa(eval_dir, tmp)
+    if args.dataset in WEB_SETS:
+        paths, har, qs = webqa(eval_dir, tmp, WEB_SETS[args.dataset])
     elif args.dataset == "squad":
         paths, har, qs = squad(eval_dir, tmp, args.per_article, args.unanswerable)
     else:

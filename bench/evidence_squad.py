@@ -182,7 +182,7 @@ def plain_blocks(cid: str, questions: list[Question], *, k: int) -> list[list[di
     from memory_store.text import sentence_spans
 
     mem = Memory(cid)
-    bar = mem.default_min_score
+    bar = mem.default_min_similarity
     emb = mem.embedder
     out = []
     for q in questions:

@@ -85,21 +85,50 @@ def holds_answer(quote: str, answers: list[str]) -> bool:
     return any(norm(a) in q for a in answers if a.strip())
 
 
-def load_webqa(eval_dir: Path) -> tuple[list[WebCharter], dict[str, bytes]]:
-    """The set's charters and every page's raw HTML by URL."""
-    spec = json.loads((eval_dir / "web-qa" / "web-qa-dev.json").read_text(encoding="utf-8"))
-    pages_dir = eval_dir / "readability-test-pages" / "pages"
+#: The question sets this benchmark reads (``--set``): web-qa dev, and the three written training sets (their
+#: held-out figures need the reader and scorer fitted without each charter: ``--reader-folds``/``--scorer-folds``).
+SETS = {
+    "dev": "web-qa/web-qa-dev.json",
+    "train": "web-qa-train/web-qa-train.json",
+    "train-te": "web-qa-train/web-qa-train-te.json",
+    "sci": "web-qa-train/sci-qa-train.json",
+}
+
+
+def load_webqa(eval_dir: Path, which: str = "dev") -> tuple[list[WebCharter], dict[str, bytes]]:
+    """A set's charters and every page's raw HTML by URL (SciFact abstracts, which have no HTML, as a page
+    with the title as ``<h1>`` and the abstract as ``<p>``)."""
+    spec = json.loads((eval_dir / SETS[which]).read_text(encoding="utf-8"))
     pages: dict[str, bytes] = {}
     charters = []
+    abstracts = _scifact(eval_dir) if which == "sci" else {}
     for c in spec:
         for p in c["pages"]:
-            pages[p["url"]] = gzip.decompress((pages_dir / p["case"] / "source.html.gz").read_bytes())
+            pages[p["url"]] = _page_bytes(eval_dir, p, abstracts)
         qs = [
             WebQuestion(c["id"], s["label"], s["kind"], s["question"], list(s.get("answers") or []), s.get("case"))
             for s in c["sections"]
         ]
         charters.append(WebCharter(c["id"], c["title"], list(c["allowed_domains"]), [p["url"] for p in c["pages"]], qs))
     return charters, pages
+
+
+def _page_bytes(eval_dir: Path, page: dict, abstracts: dict[str, dict]) -> bytes:
+    if "doc_id" in page:
+        import html
+
+        d = abstracts[page["doc_id"]]
+        return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(d['title'])}</title></head>"
+                f"<body><article><h1>{html.escape(d['title'])}</h1><p>{html.escape(d['text'])}</p></article>"
+                "</body></html>").encode()
+    path = eval_dir / page["path"] if "path" in page else (
+        eval_dir / "readability-test-pages" / "pages" / page["case"] / "source.html.gz")
+    return gzip.decompress(path.read_bytes())
+
+
+def _scifact(eval_dir: Path) -> dict[str, dict]:
+    with gzip.open(eval_dir / "beir-scifact" / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+        return {d["_id"]: d for d in map(json.loads, fh)}
 
 
 def write_charter(path: Path, charter: WebCharter, *, javascript: bool, render: str | None = None) -> Path:

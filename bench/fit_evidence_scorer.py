@@ -45,6 +45,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench import evidence_candidate_features as candidate_groups  # noqa: E402
 from orchestrator.evidence.features import FEATURES, READER_FEATURES, Features, with_reader  # noqa: E402
 from orchestrator.evidence.scorer import MODELS  # noqa: E402
 from orchestrator.evidence.select import Scored, select  # noqa: E402
@@ -56,12 +57,15 @@ GROUPS = {
     "lexical": ("bm25", "bm25_log", "cover", "cover_plain", "cover_rel", "novelty", "restate", "question_terms",
                 "unmatched"),
     "position": ("opener", "para_pos", "page_pos", "after_heading", "is_heading", "crosses_paragraph"),
-    "shape": ("log_words", "two_sentences", "three_sentences", "best_first", "best_last"),
-    "answer_type": tuple(f for f in FEATURES if f.startswith("asks_") or f in (
-        "new_number", "year", "date", "amount", "percent", "new_name", "causal", "instruct", "defines", "who_name",
-        "where_name", "when_date", "quantity_number", "why_causal", "how_instruct", "how_causal", "what_defines")),
     "reader": READER_FEATURES,
+    **candidate_groups.GROUPS,  # tried only with --candidates
 }
+assert {f for g in ("embedding", "lexical", "position", "reader") for f in GROUPS[g]} == set(FEATURES)
+#: The columns of a question's ``x``: the shipped features, then the candidate groups asked for (``--candidates``).
+NAMES: list[str] = list(FEATURES)
+CANDIDATES: list[str] = []
+#: The precision the further blocks must keep on the held-out folds: the second bar maximises answer@k under it.
+PRECISION_FLOOR = 0.65
 K = 5  # blocks per section, as the benchmarks' charters ask
 CLIP = 6.0  # standardised features are clipped to +-CLIP (orchestrator/evidence/scorer.py does the same)
 THRESHOLDS = tuple(round(x, 3) for x in np.arange(0.05, 0.951, 0.025))
@@ -91,7 +95,8 @@ def load(paths: list[str]) -> list[Q]:
         pad = len(FEATURES) - len(dumped)  # the reader's features are filled here, not dumped
         for q in doc["questions"]:
             cands = q["candidates"]
-            x = np.array([c["x"] + [0.0] * pad for c in cands], dtype="float64").reshape(len(cands), len(FEATURES))
+            x = np.array([c["x"] + [0.0] * pad + candidate_groups.candidate_row(CANDIDATES, q["question"], c)
+                          for c in cands], dtype="float64").reshape(len(cands), len(NAMES))
             y = np.array([c["y"] for c in cands], dtype="float64")
             spans = [SimpleNamespace(url=c["url"], keys=frozenset(c["keys"]), quote=c["quote"], words=c["words"],
                                      reading=c.get("reading", c["quote"]), chunk=SimpleNamespace(rank=c["rank"]))
@@ -152,7 +157,7 @@ def fit_lr(qs: list[Q], l2: float, mask: np.ndarray) -> dict:
         if np.abs(step).max() < 1e-8:
             break
     coef = beta[:-1] * mask
-    return {"features": list(FEATURES), "mean": mean.tolist(), "scale": scale.tolist(), "coef": coef.tolist(),
+    return {"features": list(NAMES), "mean": mean.tolist(), "scale": scale.tolist(), "coef": coef.tolist(),
             "intercept": float(beta[-1])}
 
 
@@ -173,7 +178,7 @@ def fit_listwise(qs: list[Q], l2: float, mask: np.ndarray) -> dict:
     zs = [np.clip((q.x - mean) / scale, -CLIP, CLIP) * mask for q in pool]
     weight = np.array([1.0 / per_domain[q.dataset] for q in pool])
     weight = weight / weight.sum() * len(pool)
-    beta = np.zeros(len(FEATURES))
+    beta = np.zeros(len(NAMES))
 
     def loss(b: np.ndarray) -> float:
         total = 0.5 * l2 * float(b @ b)
@@ -205,7 +210,7 @@ def fit_listwise(qs: list[Q], l2: float, mask: np.ndarray) -> dict:
         beta -= scale_ * step
         if np.abs(scale_ * step).max() < 1e-7:
             break
-    return {"features": list(FEATURES), "mean": mean.tolist(), "scale": scale.tolist(),
+    return {"features": list(NAMES), "mean": mean.tolist(), "scale": scale.tolist(),
             "coef": (beta * mask).tolist(), "intercept": 0.0}
 
 
@@ -285,30 +290,23 @@ def objective(qs: list[Q], picks: list[list[int]], terms: tuple[str, ...] = ALL_
     return total / max(1, len(domains))
 
 
-OBJECTIVE = "two-step"
-
-
 def choose_bars(qs: list[Q], probs: list[np.ndarray]) -> tuple[float, float]:
-    """The bars by OBJECTIVE: ``two-step`` picks the threshold that maximises the share of sections whose first
-    line is right (a block that holds the answer, or a Gap where nothing answers), then the second bar that
-    maximises answer@k + precision; ``sum`` picks both at once on answer@1 + answer@k + precision + Gap rate.
-    Each is a mean over the domains; every point of the grid runs the real ``select``."""
+    """The bars, each a mean over the domains, every point of the grid running the real ``select``: the threshold
+    that maximises the share of sections whose first line is right (a block that holds the answer, or a Gap where
+    nothing answers), then the second bar (every further block) that maximises answer@k while the blocks'
+    precision stays at PRECISION_FLOOR or above (the highest-precision bar where none does)."""
 
     def picks(t: float, s: float) -> list[list[int]]:
         return [blocks_of(q, p, t, s) for q, p in zip(qs, probs, strict=True)]
 
-    if OBJECTIVE == "two-step":
-        t = max(THRESHOLDS, key=lambda x: (round(objective(qs, picks(x, 2.0), FIRST_TERMS), 9), -x))
-        later = [x for x in THRESHOLDS if x >= t]
-        s = max(later, key=lambda x: (round(objective(qs, picks(t, x), SECOND_TERMS), 9), x))
-        return t, s
-    best = (-1.0, 0.5, 0.5)
-    for t in THRESHOLDS:
-        for s in (x for x in THRESHOLDS if x >= t):
-            score = objective(qs, picks(t, s))
-            if score > best[0] + 1e-12:
-                best = (score, t, s)
-    return best[1], best[2]
+    t = max(THRESHOLDS, key=lambda x: (round(objective(qs, picks(x, 2.0), FIRST_TERMS), 9), -x))
+    grid = []
+    for x in (x for x in THRESHOLDS if x >= t):
+        chosen = picks(t, x)
+        grid.append((x, objective(qs, chosen, ("answer@k",)), objective(qs, chosen, ("precision",))))
+    ok = [g for g in grid if g[2] >= PRECISION_FLOOR - 1e-9]
+    s = max(ok, key=lambda g: (round(g[1], 9), g[0]))[0] if ok else max(grid, key=lambda g: (g[2], g[0]))[0]
+    return t, s
 
 
 def calibrate(qs: list[Q], z: list[np.ndarray]) -> tuple[float, float]:
@@ -318,14 +316,22 @@ def calibrate(qs: list[Q], z: list[np.ndarray]) -> tuple[float, float]:
 
 
 LOSS = "pointwise"
-#: Domains whose unanswerable questions do not choose the bars (``--bars-without-unanswerable``); they still train
-#: the models and the calibration, and are still scored.
-FIT_ON: set[str] = set()
-
+#: The roles of the domains (datasets), set from the command line:
+#: - BARS_WITHOUT_UNANSWERABLE: their unanswerable questions do not choose the bars (SQuAD 2.0's are written
+#:   against one paragraph to look answerable); they still fit the models and the calibration, and are scored;
+#: - BARS_ONLY: never fit the models' weights; they calibrate and choose the bars, and are scored (web-qa dev,
+#:   which is for evaluation and the choice of thresholds only);
+#: - EVAL_ONLY: never fit anything; only scored on the held-out folds (SciFact questions: their licence).
+BARS_WITHOUT_UNANSWERABLE: set[str] = set()
+BARS_ONLY: set[str] = set()
+EVAL_ONLY: set[str] = set()
+READER_FOLDS: str | None = None
 
 
 def fit_model(qs: list[Q], l2: float, mask: np.ndarray) -> dict:
-    """The scoring model by LOSS: ``listwise`` (ranking, ``fit_listwise``) or ``pointwise`` (``fit_lr``)."""
+    """The scoring model by LOSS, on the questions whose domain fits weights: ``listwise`` (ranking,
+    ``fit_listwise``) or ``pointwise`` (``fit_lr``)."""
+    qs = [q for q in qs if q.dataset not in BARS_ONLY | EVAL_ONLY]
     return fit_listwise(qs, l2, mask) if LOSS == "listwise" else fit_lr(qs, l2, mask)
 
 
@@ -341,13 +347,15 @@ def oof_logits(qs: list[Q], folds: list[int], l2: float, mask: np.ndarray) -> li
 
 
 def fit_all(qs: list[Q], n_folds: int, l2: float, mask: np.ndarray) -> dict:
-    """Model on ``qs``; calibration and bars from an inner out-of-fold split of ``qs``."""
+    """Model on ``qs`` (the domains that fit weights); calibration and bars from an inner out-of-fold split of
+    ``qs`` (evaluation-only domains left out)."""
+    qs = [q for q in qs if q.dataset not in EVAL_ONLY]
     model = fit_model(qs, l2, mask)
     inner = assign_folds(qs, n_folds)
     z = oof_logits(qs, inner, l2, mask)
     a, b = calibrate(qs, z)
     probs = [1 / (1 + np.exp(-(a * v + b))) for v in z]
-    keep = [i for i, q in enumerate(qs) if q.answerable or q.dataset not in FIT_ON]
+    keep = [i for i, q in enumerate(qs) if q.answerable or q.dataset not in BARS_WITHOUT_UNANSWERABLE]
     t, s = choose_bars([qs[i] for i in keep], [probs[i] for i in keep])
     model["calibration"] = [a, b]
     return {"model": model, "threshold": t, "second": s}
@@ -404,7 +412,7 @@ def cross_validate(
         bars.append({"fold": f, "threshold": fitted["threshold"], "second": fitted["second"]})
         held = [q for q, g in zip(qs, folds, strict=True) if g == f]
         if folds_dir:
-            ids = sorted({q.charter for q in held if q.dataset == "webqa"})
+            ids = sorted({q.charter for q in held if q.dataset not in ("squad", "news")})
             for cid in ids:
                 extra = {"held_out_fold": f, "read_top": read_top, "pre": (pre or {}).get(f)}
                 write_scorer(Path(folds_dir) / f"{cid}.json", fitted, extra)
@@ -428,6 +436,33 @@ def write_scorer(path: Path, fitted: dict, extra: dict) -> str:
     return digest
 
 
+def mask_of(ablate: list[str], read_top: int) -> np.ndarray:
+    """1 for every column the model may use: the candidate groups asked for are in ``NAMES``; ``ablate``'s
+    groups (and the reader's, without a reader stage) are 0."""
+    mask = np.ones(len(NAMES))
+    for g in [*ablate, *([] if read_top else ["reader"])]:
+        for name in GROUPS[g]:
+            if name in NAMES:
+                mask[NAMES.index(name)] = 0.0
+    return mask
+
+
+def ablations(qs: list[Q], args: argparse.Namespace, groups: list[str]) -> dict:
+    """Held-out figures with each of ``groups`` left out (and the reader alone beside the embedding), each the
+    whole pipeline again: the reader stage's first model too."""
+    out = {}
+    runs = [(f"without {g}", [*args.ablate, g]) for g in groups]
+    runs.append(("reader + embedding only", sorted({"lexical", "position", *args.ablate} - {"reader"})))
+    for name, ablate in runs:
+        mask = mask_of(ablate, args.read_top)
+        cv_qs = reader_stage(qs, args.folds, args.l2, mask, args.read_top, args.reader_cache)[0] if args.read_top \
+            else qs
+        cv = cross_validate(cv_qs, args.folds, args.l2, mask, None)
+        out[name] = {d: r["all"] for d, r in cv["held_out"].items()}
+        print(f"[fit] ablation {name}: done", file=sys.stderr)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dumps", nargs="+")
@@ -435,43 +470,57 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ablate", nargs="*", default=[], choices=sorted(GROUPS))
+    ap.add_argument("--candidates", nargs="*", default=[], choices=sorted(candidate_groups.GROUPS),
+                    help="candidate feature groups to try (bench/evidence_candidate_features.py); not with --write")
+    ap.add_argument("--ablation", nargs="*", default=[], choices=sorted(GROUPS),
+                    help="also report the held-out figures with each of these groups left out")
     ap.add_argument("--write", default=None, help="fit on everything and write the weights file here")
     ap.add_argument("--folds-dir", default=None)
     ap.add_argument("--json", dest="json_out", default=None)
     ap.add_argument("--read-top", type=int, default=0, help="the reader reads this many candidates (0: no reader)")
-    ap.add_argument("--objective", choices=["two-step", "sum"], default="two-step", help="how the bars are chosen")
     ap.add_argument("--loss", choices=["listwise", "pointwise"], default="pointwise", help="how the model is fitted")
     ap.add_argument("--reader-cache", default=None, help="cache of reader logits (json.gz), kept across runs")
+    ap.add_argument("--reader-folds", default=None,
+                    help="bench/train_reader.py's fold models (fold-a/, fold-b/, folds.json): cross-fitted reader "
+                    "logits for the questions of the sets the reader trains on")
     ap.add_argument("--bars-without-unanswerable", nargs="*", default=[], metavar="DATASET",
                     help="these domains' unanswerable questions do not choose the bars (they still train the models "
                     "and the calibration, and are scored), e.g. squad: SQuAD 2.0's are written against one "
                     "paragraph to look answerable, unlike a research question no page answers")
+    ap.add_argument("--bars-only", nargs="*", default=[], metavar="DATASET",
+                    help="these domains never fit weights: they calibrate, choose the bars and are scored")
+    ap.add_argument("--eval-only", nargs="*", default=[], metavar="DATASET",
+                    help="these domains are only scored on the held-out folds")
     args = ap.parse_args(argv)
+    if args.write and args.candidates:
+        ap.error("--candidates is for trying groups; a shipped scorer uses orchestrator/evidence/features.py only")
 
-    global OBJECTIVE, LOSS
-    OBJECTIVE, LOSS = args.objective, args.loss
-    global FIT_ON
-    FIT_ON = set(args.bars_without_unanswerable)
+    global LOSS, BARS_WITHOUT_UNANSWERABLE, BARS_ONLY, EVAL_ONLY, READER_FOLDS, NAMES, CANDIDATES
+    LOSS, READER_FOLDS = args.loss, args.reader_folds
+    BARS_WITHOUT_UNANSWERABLE, BARS_ONLY, EVAL_ONLY = (set(args.bars_without_unanswerable), set(args.bars_only),
+                                                      set(args.eval_only))
+    CANDIDATES = list(args.candidates)
+    NAMES = [*FEATURES, *candidate_groups.columns(CANDIDATES)]
     qs = load(args.dumps)
-    mask = np.ones(len(FEATURES))
-    for g in [*args.ablate, *([] if args.read_top else ["reader"])]:
-        for name in GROUPS[g]:
-            mask[FEATURES.index(name)] = 0.0
+    mask = mask_of(args.ablate, args.read_top)
     report = {"dumps": [Path(p).name for p in args.dumps], "questions": len(qs), "folds": args.folds,
-              "l2": args.l2, "ablate": args.ablate, "seed": args.seed, "read_top": args.read_top,
-              "objective": args.objective, "loss": args.loss,
-              "bars_without_unanswerable": args.bars_without_unanswerable}
+              "l2": args.l2, "ablate": args.ablate, "candidates": args.candidates, "seed": args.seed,
+              "read_top": args.read_top, "loss": args.loss, "precision_floor": PRECISION_FLOOR,
+              "bars_without_unanswerable": args.bars_without_unanswerable, "bars_only": args.bars_only,
+              "eval_only": args.eval_only, "reader_folds": args.reader_folds}
     pre_models: dict | None = None
     final_qs = qs
     if args.read_top:
         qs, final_qs, pre_models = reader_stage(qs, args.folds, args.l2, mask, args.read_top, args.reader_cache)
     report["cv"] = cross_validate(qs, args.folds, args.l2, mask, args.folds_dir, pre_models and {
         f: m for f, m in pre_models.items() if f != "all"}, args.read_top)
+    if args.ablation:
+        report["ablations"] = ablations(load(args.dumps), args, args.ablation)
     if args.write:
         fitted = fit_all(final_qs, args.folds, args.l2, mask)
         recipe = {"command": " ".join(["bench/fit_evidence_scorer.py", *(argv or sys.argv[1:])]),
                   "dumps": {Path(p).name: _sha256(p) for p in args.dumps}, "seed": args.seed,
-                  "cross_validated": report["cv"]["held_out"]}
+                  "cross_validated": report["cv"]["held_out"], "ablations": report.get("ablations")}
         extra = {"recipe": recipe, "read_top": args.read_top, "pre": (pre_models or {}).get("all")}
         digest = write_scorer(Path(args.write), fitted, extra)
         if Path(args.write).resolve().parent == MODELS.resolve():
@@ -479,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
             record_models()
         report["written"] = {"path": args.write, "sha256": digest, "threshold": fitted["threshold"],
                              "second": fitted["second"]}
-        report["weights"] = dict(zip(FEATURES, (round(c, 4) for c in fitted["model"]["coef"]), strict=True))
+        report["weights"] = dict(zip(NAMES, (round(c, 4) for c in fitted["model"]["coef"]), strict=True))
     print(json.dumps(report, indent=1))
     from bench._common import write_result
 
@@ -499,65 +548,86 @@ def reader_stage(
     held-out folds see them, as the shipped file sees them, the first models by fold and "all")."""
     pre_mask = mask.copy()
     for name in READER_FEATURES:
-        pre_mask[FEATURES.index(name)] = 0.0
+        pre_mask[NAMES.index(name)] = 0.0
     folds = assign_folds(qs, n_folds)
     pre: dict = {}
     oof: list[np.ndarray] = [np.zeros(0)] * len(qs)
+    fits = BARS_ONLY | EVAL_ONLY
     for f in range(n_folds):
-        pre[f] = fit_lr([q for q, g in zip(qs, folds, strict=True) if g != f], l2, pre_mask)
+        pre[f] = fit_lr([q for q, g in zip(qs, folds, strict=True) if g != f and q.dataset not in fits], l2, pre_mask)
         for i, (q, g) in enumerate(zip(qs, folds, strict=True)):
             if g == f:
                 oof[i] = logits(pre[f], q.x)
-    pre["all"] = fit_lr(qs, l2, pre_mask)
+    pre["all"] = fit_lr([q for q in qs if q.dataset not in fits], l2, pre_mask)
     tops_cv = [list(np.argsort(-v, kind="stable")[:read_top]) for v in oof]
     tops_all = [list(np.argsort(-logits(pre["all"], q.x), kind="stable")[:read_top]) for q in qs]
-    cache = ReaderCache(cache_path)
+    cache = ReaderCache(cache_path, READER_FOLDS)
     for q, a, b in zip(qs, tops_cv, tops_all, strict=True):
-        cache.need(q.question, [q.spans[i].reading for i in sorted(set(a) | set(b))])
+        cache.need(q, [q.spans[i].reading for i in sorted(set(a) | set(b))])
     cache.run()
     return [_read(q, t, cache) for q, t in zip(qs, tops_cv, strict=True)], [
         _read(q, t, cache) for q, t in zip(qs, tops_all, strict=True)], pre
 
 
 def _read(q: Q, top: list[int], cache: ReaderCache) -> Q:
-    rows = [Features(*q.x[i]) for i in top]
-    with_reader(rows, [cache.get(q.question, q.spans[i].reading) for i in top])
-    x = np.array([r.row() for r in rows], dtype="float64").reshape(len(rows), len(FEATURES))
+    n = len(FEATURES)
+    rows = [Features(*q.x[i][:n]) for i in top]
+    with_reader(rows, [cache.get(q, q.spans[i].reading) for i in top])
+    x = np.array([[*r.row(), *q.x[i][n:]] for r, i in zip(rows, top, strict=True)],
+                 dtype="float64").reshape(len(rows), len(NAMES))
     return Q(q.dataset, q.group, q.charter, q.kind, q.answerable, q.question, x, q.y[top], [q.spans[i] for i in top])
 
 
 class ReaderCache:
-    """Reader logits by (question, quote), computed once with the reader ``brt`` ships (or the one
-    ``BRT_EVIDENCE_READER`` names) and kept in a json.gz file between runs."""
+    """Reader logits by (reader, question, quote), kept in a json.gz file between runs. A question is read by the
+    reader that never trained on it (cross-fitting): with ``folds`` (``bench/train_reader.py``'s folder of fold
+    models and its ``folds.json``), a question of a set the reader trains on is read by the model of the fold
+    that left it out; every other question by the reader ``brt`` ships (or the one ``BRT_EVIDENCE_READER``
+    names)."""
 
-    def __init__(self, path: str | None) -> None:
+    def __init__(self, path: str | None, folds: str | None = None) -> None:
         self.path = Path(path) if path else None
+        self.folds = Path(folds) if folds else None
+        self.fold_of: dict[str, str] = {}
+        if self.folds is not None:
+            self.fold_of = json.loads((self.folds / "folds.json").read_text(encoding="utf-8"))
         self.logits: dict[str, float] = {}
-        self.todo: dict[str, list[str]] = {}
+        self.todo: dict[tuple[str, str], list[str]] = {}
         if self.path and self.path.is_file():
             with gzip.open(self.path, "rt", encoding="utf-8") as fh:
                 self.logits = json.load(fh)
 
-    @staticmethod
-    def key(question: str, quote: str) -> str:
-        return hashlib.sha1(f"{question}\x00{quote}".encode()).hexdigest()
+    def reader_of(self, q: Q) -> str:
+        """``final`` or the fold model's folder name (``fold-a`` / ``fold-b``)."""
+        fold = self.fold_of.get(f"{q.dataset}|{q.group}")
+        return f"fold-{fold}" if fold else "final"
 
-    def need(self, question: str, quotes: list[str]) -> None:
-        missing = [x for x in dict.fromkeys(quotes) if self.key(question, x) not in self.logits]
+    def key(self, q: Q, quote: str) -> str:
+        return hashlib.sha1(f"{self.reader_of(q)}\x00{q.question}\x00{quote}".encode()).hexdigest()
+
+    def need(self, q: Q, quotes: list[str]) -> None:
+        missing = [x for x in dict.fromkeys(quotes) if self.key(q, x) not in self.logits]
         if missing:
-            self.todo.setdefault(question, []).extend(missing)
+            self.todo.setdefault((self.reader_of(q), q.question), []).extend(missing)
+
+    def _reader(self, name: str):
+        from orchestrator.evidence.reader import Reader, load_reader
+
+        if name == "final":
+            return load_reader()
+        assert self.folds is not None
+        d = self.folds / name
+        return Reader(d / "reader.onnx", d / "reader-tokenizer" / "tokenizer.json")
 
     def run(self) -> None:
-        from orchestrator.evidence.reader import load_reader
-
         if not self.todo:
             return
-        reader = load_reader()
+        readers = {name: self._reader(name) for name in {r for r, _ in self.todo}}
         total = sum(len(v) for v in self.todo.values())
         done = 0
-        for question, quotes in self.todo.items():
-            for k, z in zip(quotes, reader.logits(question, quotes), strict=True):
-                self.logits[self.key(question, k)] = round(float(z), 5)
+        for (name, question), quotes in self.todo.items():
+            for k, z in zip(quotes, readers[name].logits(question, quotes), strict=True):
+                self.logits[hashlib.sha1(f"{name}\x00{question}\x00{k}".encode()).hexdigest()] = round(float(z), 5)
             done += len(quotes)
             if done % 2000 < len(quotes):
                 print(f"[fit] reader: {done}/{total} pairs", file=sys.stderr)
@@ -566,8 +636,8 @@ class ReaderCache:
             with gzip.open(self.path, "wt", encoding="utf-8") as fh:
                 json.dump(self.logits, fh)
 
-    def get(self, question: str, quote: str) -> float:
-        return self.logits[self.key(question, quote)]
+    def get(self, q: Q, quote: str) -> float:
+        return self.logits[self.key(q, quote)]
 
 
 def record_models() -> dict:

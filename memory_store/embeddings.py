@@ -60,8 +60,8 @@ def resolve_model_name(model: str | None) -> str:
     return model
 
 
-def default_min_score(model_name: str) -> float:
-    """The documented default ``min_score`` for a model (cosine similarity)."""
+def default_min_similarity(model_name: str) -> float:
+    """The documented default ``min_similarity`` for a model (cosine similarity)."""
     for key, value in _DEFAULT_MIN_SCORES.items():
         if model_name == key or model_name.endswith(key) or (key.startswith("-") and key in model_name):
             return value

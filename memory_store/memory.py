@@ -20,7 +20,7 @@ from . import _maintenance, _remote, _snapshot, _writes
 from ._locks import StoreLocks
 from ._meta import FORMAT_VERSION, StoreMeta, append_events, embedder_fits, read_events
 from .chunking import split_algo, window_for
-from .embeddings import DEFAULT_MODEL, default_min_score, get_embedder, resolve_model_name, vector_precision
+from .embeddings import DEFAULT_MODEL, default_min_similarity, get_embedder, resolve_model_name, vector_precision
 from .errors import MemoryStoreError, ModelMismatch, StoreNotFound, WriteStopped
 from .pointers import chunk_ids_under, purge_urls
 from .records import CheckResult, Hit, PageInput, PageRecord, StoreStats, make_snippet
@@ -191,9 +191,9 @@ class Memory:
         return split_algo(*window_for(self.embedder))
 
     @property
-    def default_min_score(self) -> float:
-        """The store's documented default min_score for its model (0.35 for all-MiniLM-L6-v2)."""
-        return default_min_score(self._model_name)
+    def default_min_similarity(self) -> float:
+        """The store's documented default min_similarity for its model (0.35 for all-MiniLM-L6-v2)."""
+        return default_min_similarity(self._model_name)
 
     @property
     def _store(self) -> LanceStore:
@@ -319,7 +319,7 @@ class Memory:
         query: str,
         k: int = 5,
         subtree: str | None = None,
-        min_score: float | None = None,
+        min_similarity: float | None = None,
         *,
         only_ids: Iterable[str] | None = None,
         mode: str = "hybrid",
@@ -335,14 +335,14 @@ class Memory:
         ``candidates``: N per side (at least ``k``); ``rerank``: cross-encoder rerank of the fused head with
         ``reranker_model`` (default BAAI/bge-reranker-base, local only); ``mmr_lambda``: MMR diversity (None =
         off); ``extra_queries``: more queries whose candidates are fused with ``query``'s (signature queries).
-        ``hit.score`` is the cosine similarity of query and chunk on every path; ``min_score`` None means no
+        ``hit.score`` is the cosine similarity of query and chunk on every path; ``min_similarity`` None means no
         filter, otherwise no hit below it, whichever side found it. ``hit.matched_via`` says which side."""
         if subtree is not None:  # concept routing: the subtree's chunks, else the whole store (labelled)
             return self._search_subtree(
                 query,
                 k,
                 subtree,
-                min_score,
+                min_similarity,
                 only_ids,
                 mode=mode,
                 rerank=rerank,
@@ -361,7 +361,7 @@ class Memory:
             self.embedder,
             [query, *extra_queries],
             k=k,
-            min_score=min_score,
+            min_similarity=min_similarity,
             only_ids=ids,
             mode=mode,
             candidates=candidates,
@@ -392,7 +392,7 @@ class Memory:
         query: str,
         k: int,
         subtree: str,
-        min_score: float | None,
+        min_similarity: float | None,
         only_ids: Iterable[str] | None,
         **opts: Any,
     ) -> list[Hit]:
@@ -400,13 +400,12 @@ class Memory:
         when none of them reaches the threshold, search the whole store (matched_via "fallback")."""
         allowed = set(only_ids) if only_ids is not None else None
         ids = [i for i in chunk_ids_under(self._path, subtree) if allowed is None or i in allowed]
-        bar = min_score if min_score is not None else self.default_min_score
-        hits = (
-            [h for h in self.search(query, k, None, min_score, only_ids=ids, **opts) if h.score >= bar] if ids else []
-        )
+        bar = min_similarity if min_similarity is not None else self.default_min_similarity
+        found = self.search(query, k, None, min_similarity, only_ids=ids, **opts) if ids else []
+        hits = [h for h in found if h.score >= bar]
         via = "concept"
         if not hits:
-            hits, via = self.search(query, k, None, min_score, only_ids=only_ids, **opts), "fallback"
+            hits, via = self.search(query, k, None, min_similarity, only_ids=only_ids, **opts), "fallback"
         for h in hits:
             h.matched_via = via
         return hits

@@ -11,8 +11,8 @@ cross-encoder rerank, MMR.
    list cannot dominate. With several queries (signature queries) every query contributes its two lists.
 3. **Threshold on every path.** ``Hit.score`` is always the cosine similarity between a query and the chunk's
    stored embedding (the best over the queries), also for a chunk that only BM25 found: its vector score is
-   computed from its embedding, and ``min_score`` (equivalently max cosine distance ``1 - min_score``) is applied
-   to it. A BM25-only candidate therefore never passes a threshold the vector path would refuse.
+   computed from its embedding, and ``min_similarity`` (equivalently max cosine distance ``1 - min_similarity``)
+   is applied to it. A BM25-only candidate therefore never passes a threshold the vector path would refuse.
 4. **Rerank (optional, off by default).** The fused top ``max(candidates, k)`` are re-scored with a
    cross-encoder through FlagEmbedding's ``FlagReranker`` (``rerank.py``) against the first query and reordered
    by that score.
@@ -103,7 +103,7 @@ def search(
     queries: Sequence[str],
     *,
     k: int = 5,
-    min_score: float | None = None,
+    min_similarity: float | None = None,
     only_ids: list[str] | None = None,
     mode: str = DEFAULT_MODE,
     candidates: int = DEFAULT_CANDIDATES,
@@ -135,8 +135,8 @@ def search(
     for c, row_cos in zip(cands, cos, strict=True):
         j = int(np.argmax(row_cos))
         c.score, c.query = float(row_cos[j]), queries[j]
-    if min_score is not None:
-        cands = [c for c in cands if c.score >= min_score]
+    if min_similarity is not None:
+        cands = [c for c in cands if c.score >= min_similarity]
     cands.sort(key=lambda c: (-c.fused, -c.score, c.id))
     if not cands:
         return []

@@ -273,7 +273,13 @@ def _doc_note(charter: Any) -> None:
 @click.argument("query")
 @click.option("-k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Hits at most.")
 @click.option("--subtree", help="Only chunks under this concept path (concept index).")
-@click.option("--min-score", type=float, default=None, help="Drop hits below this score.")
+@click.option(
+    "--min-similarity",
+    type=click.FloatRange(-1.0, 1.0),
+    default=None,
+    help="Drop hits whose cosine similarity to QUERY is below this (a search cut-off; the evidence bar is the "
+    "charter's retrieval.min_score, a probability).",
+)
 @click.option(
     "--mode",
     type=click.Choice(["hybrid", "vector", "bm25"]),
@@ -303,7 +309,7 @@ def search(
     query: str,
     k: int,
     subtree: str | None,
-    min_score: float | None,
+    min_similarity: float | None,
     mode: str | None,
     rerank: bool | None,
     reranker_model: str | None,
@@ -324,7 +330,7 @@ def search(
         query,
         k=k,
         subtree=subtree,
-        min_score=min_score,
+        min_similarity=min_similarity,
         mode=mode,
         rerank=rerank,
         reranker_model=reranker_model,

@@ -27,6 +27,7 @@ from .evidence import (
     synthesize_section,
 )
 from .evidence.render import concept_diagram, render_markdown
+from .evidence.scorer import evidence_threshold as resolve_threshold
 
 if TYPE_CHECKING:
     from memory_store import Memory
@@ -42,11 +43,9 @@ log = logging.getLogger(__name__)
 
 
 def evidence_threshold(charter: Charter) -> float:
-    """The bar a section's first block must reach: the charter's ``retrieval.min_score`` when set, else the
-    threshold fitted with the evidence scorer (``orchestrator/evidence/scorer.py``)."""
-    if charter.retrieval.min_score is not None:
-        return float(charter.retrieval.min_score)
-    return load_scorer().threshold
+    """The bar a charter's sections' first blocks must reach (``orchestrator.evidence.scorer.evidence_threshold``
+    of its ``retrieval.min_score``)."""
+    return resolve_threshold(charter.retrieval.min_score)
 
 
 # -- concept index routing ----------------------------------------------------------------------------------
@@ -93,7 +92,7 @@ def synthesize(
     started = time.perf_counter()
     mem = memory if memory is not None else open_memory(charter, create=False)
     scorer = load_scorer()
-    min_score = evidence_threshold(charter)
+    min_score = resolve_threshold(charter.retrieval.min_score, scorer)
     ci, routes = concept_routes(charter, mem)
     cache = SynthesisCache.for_memory(mem)  # sentence vectors and page positions shared by all sections
     sections = [

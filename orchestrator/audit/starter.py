@@ -166,7 +166,7 @@ def starter_text(
         "  persist: false    # true: /clean writes the snapshot but keeps the store",
         "retrieval:",
         "  k: 5              # evidence blocks per section at most",
-        "  min_score: null   # below it a hit is not evidence; null = the model's default",
+        "  min_score: null   # the evidence bar, a probability (0-1); null = the threshold fitted with the scorer",
         "",
     ]
     text = "\n".join(lines)

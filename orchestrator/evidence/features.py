@@ -12,17 +12,17 @@ signals are deliberately general (no word list or pattern written for one datase
   question's terms and adds little), and the share of the question's terms that no candidate of the section
   holds (the pages never speak of what is asked);
 - position: opens its paragraph, its place in the paragraph and in the page, right under a heading, is a heading;
-- shape: length, number of sentences, where its best sentence stands (the topic sentence, then the answer);
-- answer type: what the question asks (who, when, where, a quantity, why, how, what, yes/no, a statement) and
-  whether the quote holds what such a question wants (a name or number the question lacks, a year or date, an
-  amount, a causal, instructional or defining construction), and their products;
-- reader: the cross-encoder's logit for the candidates it reads (the best by the other features).
+- reader: the cross-encoder's logit for the candidates it reads (the best by the other features), where 0 is its
+  "none of these", and how far below the section's best read candidate it stands.
+
+A group stays here only while cross-validation shows that it adds (``bench/fit_evidence_scorer.py``); the groups
+that did not (a quote's shape, and the answer type a question asks for against what the quote holds) are kept as
+candidate groups in ``bench/evidence_candidate_features.py``, where a refit can try them again.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
@@ -30,41 +30,10 @@ from typing import Any
 
 from memory_store.text import terms
 
-from .queries import ASKS, Question
+from .queries import Question
 from .spans import Span
 
 BM25_K1, BM25_B = 1.2, 0.75
-
-_NUMBER = re.compile(r"\d[\d,.]*")
-_YEAR = re.compile(r"\b(?:1[5-9]\d\d|20\d\d)s?\b")
-_MONTHS = (
-    r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|"
-    r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?"
-)
-_DATE = re.compile(
-    rf"\b(?:{_MONTHS})\.?\s+\d{{1,2}}\b|\b\d{{1,2}}\s+(?:{_MONTHS})\b|\b\d{{1,4}}[/-]\d{{1,2}}[/-]\d{{1,4}}\b"
-)
-_CURRENCY = re.compile(r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(?:dollars|euros|pounds|yen|cents|USD|EUR|GBP)\b", re.IGNORECASE)
-_PERCENT = re.compile(r"\d\s?%|\bper\s?cent\b|\bpercent\b", re.IGNORECASE)
-_CAPITAL = re.compile(r"(?<=[\w,;:)] )[A-Z][\w'’-]+")
-# General constructions, one list per kind of answer (English function words, not topic words).
-_CAUSAL = re.compile(
-    r"\b(?:because|since|due to|owing to|as a result|result(?:s|ed)? in|so that|in order to|therefore|thus|hence|"
-    r"caus(?:e|es|ed|ing)|reasons?|lead(?:s)? to|led to|allow(?:s|ed)?|enabl(?:e|es|ed)|prevent(?:s|ed)?|"
-    r"mean(?:s|t)? that|which is why|that is why|otherwise)\b",
-    re.IGNORECASE,
-)
-_INSTRUCT = re.compile(
-    r"\b(?:by (?:\w+ing)|you (?:can|could|need|must|should|have to|may)|to do (?:so|this)|simply|instead|"
-    r"click|select|choose|open|press|go to|type|enter|set|use|using|enable|disable|install|run|add|remove|"
-    r"uncheck|check)\b|^(?:[A-Z][a-z]+)\s",
-    re.IGNORECASE,
-)
-_DEFINES = re.compile(
-    r"\b(?:is|are|was|were) (?:a|an|the|one of)\b|\brefers? to\b|\bmeans?\b|\bdefined as\b|\bknown as\b|"
-    r"\bstands? for\b|\bcalled\b|\bi\.e\.|\bis when\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -101,65 +70,27 @@ class Features:
     after_heading: float
     is_heading: float
     crosses_paragraph: float
-    # shape
-    log_words: float
-    two_sentences: float
-    three_sentences: float
-    best_first: float
-    best_last: float
-    # answer type: the quote
-    new_number: float
-    year: float
-    date: float
-    amount: float
-    percent: float
-    new_name: float
-    causal: float
-    instruct: float
-    defines: float
-    # answer type: the question, and the products
-    asks_who: float
-    asks_when: float
-    asks_where: float
-    asks_quantity: float
-    asks_why: float
-    asks_how: float
-    asks_what: float
-    asks_yesno: float
-    asks_statement: float
-    who_name: float
-    where_name: float
-    when_date: float
-    quantity_number: float
-    why_causal: float
-    how_instruct: float
-    how_causal: float
-    what_defines: float
     # the reader (``reader.py``): filled for the candidates it reads (``with_reader``), 0 before
     reader: float = 0.0
     reader_rel: float = 0.0
-    reader_why: float = 0.0
-    reader_how: float = 0.0
 
     def row(self) -> list[float]:
         return list(astuple(self))
 
 
 FEATURES: tuple[str, ...] = tuple(f.name for f in fields(Features))
-READER_FEATURES = ("reader", "reader_rel", "reader_why", "reader_how")
+READER_FEATURES = ("reader", "reader_rel")
 
 
 def with_reader(rows: Sequence[Features], logits: Sequence[float]) -> None:
-    """Fill the reader's features of ``rows`` (the candidates it read) from its ``logits``: the logit, how far
-    below the best read candidate it stands, and its products with a why / how question."""
+    """Fill the reader's features of ``rows`` (the candidates it read) from its ``logits``: the logit and how far
+    below the best read candidate it stands."""
     if not rows:
         return
     best = max(logits)
     for f, z in zip(rows, logits, strict=True):
         f.reader = float(z)
         f.reader_rel = float(z) - best
-        f.reader_why = float(z) * f.asks_why
-        f.reader_how = float(z) * f.asks_how
 
 
 @dataclass
@@ -282,36 +213,10 @@ def _one(
 ) -> dict[str, float]:
     chunk = s.chunk
     n = s.n_sentences
-    best = int(sc.argmax())
     owner = chunk.owner[s.lo]
     heading_cos = float(sent_cos[id(chunk)][owner]) if owner is not None else 0.0
     title_vec = vectors.titles.get(s.url)
     title_cos = float(title_vec @ vectors.question) if title_vec is not None else 0.0
-    text = s.quote
-    numbers = {m.strip(".,") for m in _NUMBER.findall(text)} - question.numbers
-    names = {w.lower().strip("'’") for w in _CAPITAL.findall(text)} - question.capitals
-    signals = {
-        "new_number": float(bool(numbers)),
-        "year": float(_YEAR.search(text) is not None),
-        "date": float(_DATE.search(text) is not None),
-        "amount": float(_CURRENCY.search(text) is not None),
-        "percent": float(_PERCENT.search(text) is not None),
-        "new_name": float(bool(names)),
-        "causal": float(_CAUSAL.search(text) is not None),
-        "instruct": float(_INSTRUCT.search(text) is not None),
-        "defines": float(_DEFINES.search(text) is not None),
-    }
-    asks = {f"asks_{a}": float(question.asks == a) for a in ASKS}
-    products = {
-        "who_name": asks["asks_who"] * signals["new_name"],
-        "where_name": asks["asks_where"] * signals["new_name"],
-        "when_date": asks["asks_when"] * max(signals["year"], signals["date"]),
-        "quantity_number": asks["asks_quantity"] * max(signals["new_number"], signals["amount"], signals["percent"]),
-        "why_causal": asks["asks_why"] * signals["causal"],
-        "how_instruct": asks["asks_how"] * signals["instruct"],
-        "how_causal": asks["asks_how"] * signals["causal"],
-        "what_defines": asks["asks_what"] * signals["defines"],
-    }
     return {
         "cos": cos,
         "cos_max": float(sc.max()),
@@ -326,12 +231,4 @@ def _one(
         "after_heading": float(owner is not None and owner == s.lo - 1),
         "is_heading": float(s.is_heading),
         "crosses_paragraph": float(chunk.line[s.hi] != chunk.line[s.lo]),
-        "log_words": math.log1p(s.words),
-        "two_sentences": float(n == 2),
-        "three_sentences": float(n == 3),
-        "best_first": float(n > 1 and best == 0),
-        "best_last": float(n > 1 and best == n - 1),
-        **signals,
-        **asks,
-        **products,
     }

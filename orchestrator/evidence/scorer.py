@@ -89,6 +89,14 @@ def _sigmoid(z: float) -> float:
     return e / (1.0 + e)
 
 
+def evidence_threshold(min_score: float | None = None, scorer: Scorer | None = None) -> float:
+    """The one place the evidence bar is resolved: a section's first block must reach ``min_score`` (the charter's
+    ``retrieval.min_score``, a probability) when it is set, else the threshold fitted with the scorer."""
+    if min_score is not None:
+        return float(min_score)
+    return (scorer or load_scorer()).threshold
+
+
 def scorer_path() -> Path:
     """The weights file in use: ``BRT_EVIDENCE_SCORER`` when set, else the shipped one."""
     from memory_store.settings import settings

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .features import Features, SectionVectors, featurize, with_reader
 from .queries import QueryGenerator, analyse, signature_queries, topic_phrase
 from .results import EvidenceBlock, Gap, SectionResult, Source
-from .scorer import Scorer, load_scorer
+from .scorer import Scorer, evidence_threshold, load_scorer
 from .select import Scored, select
 from .spans import Chunk, Span, candidate_spans
 
@@ -153,10 +153,10 @@ def synthesize_section(
     cache: SynthesisCache | None = None,
     scorer: Scorer | None = None,
 ) -> SectionResult:
-    """The evidence blocks of one section (``subtree``: its concept-index route), or a Gap. ``min_score``
-    replaces the scorer's fitted threshold when given."""
+    """The evidence blocks of one section (``subtree``: its concept-index route), or a Gap. ``min_score`` (a
+    probability) replaces the scorer's fitted threshold when given (``scorer.evidence_threshold``)."""
     scorer = scorer or load_scorer()
-    threshold = scorer.threshold if min_score is None else min_score
+    threshold = evidence_threshold(min_score, scorer)
     label = section.effective_label
     queries = signature_queries(section, query_generator)
     question = section.effective_question

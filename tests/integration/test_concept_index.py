@@ -76,7 +76,7 @@ def test_subtree_search_returns_only_chunks_under_the_subtree(built):
     path = "Performance > Core Web Vitals"
     under = set(ptr.chunk_ids_under(mem.path, path))
     assert under and len(under) < mem.count_chunks()
-    hits = mem.search("How do I minimise cumulative layout shift?", k=50, subtree=path, min_score=0.0)
+    hits = mem.search("How do I minimise cumulative layout shift?", k=50, subtree=path, min_similarity=0.0)
     assert hits and {h.id for h in hits} <= under
     assert {h.matched_via for h in hits} == {"concept"}
     # the node's descendants count: the CLS leaf's chunks are inside its ancestor's subtree
@@ -113,10 +113,10 @@ def test_fallback_when_the_subtree_has_nothing_above_the_threshold(brt_home, emb
     ptr.write_pointers(
         mem.path, [ptr.PointerRow("c_pets", "Pets", cat_chunk, "https://x.test/cat", ["c_pets"], ["Pets"])]
     )
-    hits = mem.search("How do I reduce layout shift?", k=2, subtree="Pets", min_score=0.3)
+    hits = mem.search("How do I reduce layout shift?", k=2, subtree="Pets", min_similarity=0.3)
     assert hits and hits[0].metadata["url"] == "https://x.test/cls"
     assert {h.matched_via for h in hits} == {"fallback"}
-    inside = mem.search("Why do cats groom their fur?", k=2, subtree="Pets", min_score=0.3)
+    inside = mem.search("Why do cats groom their fur?", k=2, subtree="Pets", min_similarity=0.3)
     assert [h.id for h in inside] == [cat_chunk] and inside[0].matched_via == "concept"
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from memory_store.text import sentence_spans, sentences
 
 
@@ -52,11 +50,6 @@ def test_the_answering_window_outranks_a_restatement_and_a_one_word_match(brt_ho
     assert 0.0 < first.score <= 1.0 and all(b.score <= first.score for b in result.blocks)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a known miss of the shipped scorer: a 'how much' question that no page answers still gets the "
-    "quote that carries an amount (the reader never learned from unanswerable questions; see the model card)",
-)
 def test_an_unanswerable_question_over_a_page_with_a_tempting_number_is_a_gap(brt_home, embedder):
     from orchestrator.charter import Section
     from orchestrator.evidence import synthesize_section
@@ -101,10 +94,11 @@ def test_every_quote_is_a_verbatim_span_of_its_chunk(brt_home, embedder):
 def test_the_reader_loads_matches_its_recorded_hash_and_reads_the_answer_higher():
     import hashlib
 
-    from orchestrator.evidence.reader import READER_FILE, load_reader
+    from orchestrator.evidence.reader import READER_FILE, TOKENIZER_FILE, load_reader
     from orchestrator.evidence.scorer import recorded_sha256
 
-    assert recorded_sha256(READER_FILE) == hashlib.sha256(READER_FILE.read_bytes()).hexdigest()
+    for path in (READER_FILE, TOKENIZER_FILE):
+        assert recorded_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest(), path
     reader = load_reader()
     logits = reader.logits("When did the ferry terminal reopen?", [
         "The ferry terminal reopened in May 2004 after a two-year rebuild.",
@@ -112,6 +106,49 @@ def test_the_reader_loads_matches_its_recorded_hash_and_reads_the_answer_higher(
         "Bananas are rich in potassium.",
     ])
     assert logits[0] > logits[1] > logits[2]
+    # 0 is the reader's "none of these": an answer stands above it, an unrelated sentence below
+    assert logits[0] > 0 > logits[2]
+
+
+# A page whose opening sentence is on the question's topic and whose second sentence restates the question, while
+# the sentence that answers comes later: the shape of page the reader used to get wrong.
+REASONS_PAGE = (
+    "Night trains in the Alps\n"
+    "Night trains across the Alps have become a popular way to travel between northern Europe and Italy. "
+    "Many travellers ask why the operators moved the evening departures of their sleeper services earlier. "
+    "The timetable was published in the spring and the carriages were refurbished over the winter. "
+    "The departures moved to seven in the evening because track maintenance now closes the Brenner line "
+    "every night from midnight, so the trains must clear the pass before the work crews arrive. "
+    "Tickets can be booked up to six months ahead on the operators' websites."
+)
+
+
+def test_the_reader_puts_the_answer_above_the_on_topic_opening_and_the_restatement():
+    from orchestrator.evidence.reader import load_reader
+
+    reader = load_reader()
+    question = "Why were the sleeper trains' evening departures moved earlier?"
+    opening = ("Night trains across the Alps have become a popular way to travel between northern Europe and "
+               "Italy.")
+    restatement = ("Many travellers ask why the operators moved the evening departures of their sleeper services "
+                   "earlier.")
+    answer = ("The departures moved to seven in the evening because track maintenance now closes the Brenner "
+              "line every night from midnight, so the trains must clear the pass before the work crews arrive.")
+    heading = "Night trains in the Alps — "
+    z = reader.logits(question, [heading + opening, heading + restatement, heading + answer])
+    assert z[2] > max(z[0], z[1]), z
+
+
+def test_the_section_quotes_the_answer_not_the_opening_or_the_restatement(brt_home, embedder):
+    from orchestrator.charter import Section
+    from orchestrator.evidence import synthesize_section
+
+    mem = _store("evidence_reasons", {"https://rail.example/night-trains": REASONS_PAGE + "\n" + FILLER})
+    result = synthesize_section(mem, Section(title="Departures", question="Why were the sleeper trains' evening "
+                                             "departures moved earlier?"), k=3)
+    assert result.blocks, result.gaps
+    assert "track maintenance now closes the Brenner line" in result.blocks[0].quote, \
+        [b.quote for b in result.blocks]
 
 
 def test_segmenter_knows_abbreviations_initials_decimals_quotes_and_list_items():

@@ -106,8 +106,8 @@ def test_add_search_round_trip(brt_home, embedder):
     assert top.text == CLS and top.matched_via == "vector+bm25"  # default: hybrid, found by both sides
     vec = mem.search("Best practices to minimise CLS layout shift", k=3, mode="vector", mmr_lambda=None)
     assert vec[0].score >= vec[1].score >= vec[2].score and {h.matched_via for h in vec} == {"vector"}
-    assert top.score > mem.default_min_score == 0.35
-    assert mem.search("minimise layout shift", k=5, min_score=0.99) == []
+    assert top.score > mem.default_min_similarity == 0.35
+    assert mem.search("minimise layout shift", k=5, min_similarity=0.99) == []
     only = mem.search("layout shift", k=5, only_ids=[hits[-1].id])
     assert [h.id for h in only] == [hits[-1].id]
     # no concept index yet: a subtree search falls back to the whole store and says so

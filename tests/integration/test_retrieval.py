@@ -89,15 +89,15 @@ def test_thresholds_hold_for_bm25_only_candidates(code_store):
     assert any(h.score >= bar for h in all_hyb)
     for mode in ("hybrid", "bm25", "vector"):
         for mmr in (None, 0.7):
-            hits = mem.search(QUERY, k=13, mode=mode, mmr_lambda=mmr, candidates=13, min_score=bar)
+            hits = mem.search(QUERY, k=13, mode=mode, mmr_lambda=mmr, candidates=13, min_similarity=bar)
             assert all(h.score >= bar for h in hits), mode
             assert "https://docs.example/ledger" not in _urls(hits), mode
-    bm = mem.search(QUERY, k=13, mode="bm25", mmr_lambda=None, min_score=bar)
+    bm = mem.search(QUERY, k=13, mode="bm25", mmr_lambda=None, min_similarity=bar)
     assert bm and all(h.matched_via == "bm25" for h in bm)
     # just below it, it passes
-    hits = mem.search(QUERY, k=13, mode="bm25", mmr_lambda=None, min_score=ledger.score - 0.01)
+    hits = mem.search(QUERY, k=13, mode="bm25", mmr_lambda=None, min_similarity=ledger.score - 0.01)
     assert "https://docs.example/ledger" in _urls(hits)
-    assert mem.search(QUERY, k=5, min_score=0.999) == []
+    assert mem.search(QUERY, k=5, min_similarity=0.999) == []
 
 
 def test_matched_via_on_each_path(code_store):
@@ -286,7 +286,7 @@ def test_reranker_path_loads_and_reorders(code_store, tiny_reranker):
     assert direct == pytest.approx(scores, abs=1e-5)
     # thresholds still hold after rerank
     bar = sorted(h.score for h in base)[len(base) // 2]
-    hits = mem.search(QUERY, k=8, rerank=True, reranker_model=tiny_reranker, min_score=bar)
+    hits = mem.search(QUERY, k=8, rerank=True, reranker_model=tiny_reranker, min_similarity=bar)
     assert hits and all(h.score >= bar for h in hits)
 
 

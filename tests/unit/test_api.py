@@ -127,7 +127,7 @@ def test_search_takes_the_charters_retrieval_defaults(brt_home, make_charter):
 
     service.search(charter, "q", k=3, memory=Store())
     assert calls[-1] | {} == {
-        "k": 3, "subtree": None, "min_score": None, "mode": "bm25", "candidates": 7, "rerank": False,
+        "k": 3, "subtree": None, "min_similarity": None, "mode": "bm25", "candidates": 7, "rerank": False,
         "reranker_model": None, "mmr_lambda": None,
     }  # fmt: skip
     service.search(charter, "q", mode="vector", mmr_lambda=0.5, rerank=True, reranker_model="m", memory=Store())

@@ -101,10 +101,10 @@ def test_write_lock_waits_then_times_out(brt_home, monkeypatch):
     assert os.path.exists(base / "locked" / "events.jsonl")
 
 
-def test_bge_query_instruction_and_min_scores():
-    from memory_store.embeddings import BGE_QUERY_INSTRUCTION, _query_instruction_for, default_min_score
+def test_bge_query_instruction_and_min_similarities():
+    from memory_store.embeddings import BGE_QUERY_INSTRUCTION, _query_instruction_for, default_min_similarity
 
     assert _query_instruction_for("BAAI/bge-small-en-v1.5") == BGE_QUERY_INSTRUCTION
     assert _query_instruction_for("BAAI/bge-m3") is None
     assert _query_instruction_for(DEFAULT_MODEL) is None
-    assert default_min_score(DEFAULT_MODEL) == 0.35
+    assert default_min_similarity(DEFAULT_MODEL) == 0.35
