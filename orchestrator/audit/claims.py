@@ -8,8 +8,8 @@ and returns one :class:`ReportClaim` per statement:
   (``Charter `id` · generated … ·``: the charter it names), an **Agreement** line (``[X Agreement] 2 sources
   agree on 4 seconds (#1, #2)``: against the blocks it names), a **Conflict** line, the **acceptance
   verdicts** (``- **covered**: criterion — reason``: against the recorded synthesis). ``[X Gap]`` lines are gaps;
-  the Goal line, the section questions, the harvest summary and the footer of ``brt report --format md`` and
-  code blocks (the concepts diagram) are no claims;
+  the Goal and Notes lines (the charter's own words), the section questions, the harvest summary and the footer
+  of ``brt report --format md`` and code blocks (the concepts diagram) are no claims;
 - every **sentence** of a paragraph, every list item and table row: a **claim** when it states something
   checkable. A question, an introduction ending in ``:``, a heading, a sentence of fewer than three words and
   an uncited **framing sentence** ("Below is a summary of what the pages say": no number, no quote, and only
@@ -187,7 +187,7 @@ def _brt_line(block: Block, flat: Flat, ctx: _Ctx) -> ReportClaim | None | bool:
     if m and tokens[int(m.group("ev"))].kind == "evidence" and tokens[int(m.group("src"))].url:
         return _evidence_claim(line, flat, m)
     plain = flat.plain().strip()
-    if block.kind == "paragraph" and (plain.startswith("Goal: ") or _FOOTER.match(plain)):
+    if block.kind == "paragraph" and (plain.startswith(("Goal: ", "Notes: ")) or _FOOTER.match(plain)):
         return True
     if _HARVEST.match(plain) and block.heading.lower().startswith("harvest"):
         return True

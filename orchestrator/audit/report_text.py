@@ -106,6 +106,8 @@ def _walk(el: Any, out: list[str], labels: dict[str, str]) -> None:
             out.append(f"[{_md(_text(span))}] {_md(span.tail or '')}")
         elif tag == "p" and "question" in cls:
             out.append(f"_{_md(_text(child))}_")
+        elif tag == "p" and "notes" in cls:  # the charter's notes, as the Markdown report words them
+            out.append(f"Notes: {_md(_text(child))}")
         elif tag == "table" and child.getparent() is not None and child.getparent().get("id") == "acceptance":
             _acceptance(child, out)
         elif re.fullmatch(r"h[1-6]", tag):
