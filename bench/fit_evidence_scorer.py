@@ -45,7 +45,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench import evidence_candidate_features as candidate_groups  # noqa: E402
+from bench import _candidate_features as candidate_groups  # noqa: E402
 from orchestrator.evidence.features import FEATURES, READER_FEATURES, Features, with_reader  # noqa: E402
 from orchestrator.evidence.scorer import MODELS  # noqa: E402
 from orchestrator.evidence.select import Scored, select  # noqa: E402
@@ -471,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ablate", nargs="*", default=[], choices=sorted(GROUPS))
     ap.add_argument("--candidates", nargs="*", default=[], choices=sorted(candidate_groups.GROUPS),
-                    help="candidate feature groups to try (bench/evidence_candidate_features.py); not with --write")
+                    help="candidate feature groups to try (bench/_candidate_features.py); not with --write")
     ap.add_argument("--ablation", nargs="*", default=[], choices=sorted(GROUPS),
                     help="also report the held-out figures with each of these groups left out")
     ap.add_argument("--write", default=None, help="fit on everything and write the weights file here")

@@ -306,8 +306,11 @@ def main(argv: list[str] | None = None) -> int:
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             cache.clear()
             print(f"[reader-data] {name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
-    print(json.dumps({s: {"kept": a, "dropped (no key in the extracted page)": b} for s, (a, b) in counts.items()},
-                     indent=1))
+    kept = {s: {"kept": a, "dropped (no key in the extracted page)": b} for s, (a, b) in counts.items()}
+    print(json.dumps(kept, indent=1))
+    from bench._common import write_result
+
+    write_result("reader_data", {"out": args.out, "sources": kept})
     return 0
 
 

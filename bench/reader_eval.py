@@ -133,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.json:
         Path(args.json).write_text(text + "\n")
+    from bench._common import write_result
+
+    write_result("reader_eval", report)
     if args.mine:
         Path(args.mine).write_bytes(gzip.compress(json.dumps(mined).encode()))
     return 0

@@ -351,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     (Path(args.out) / "reader-train.json").write_text(json.dumps(info, indent=1) + "\n")
     folds = {f"{r['source']}|{r['group']}": r["fold"] for r in recs if r["source"] in args.sources}
     (Path(args.out) / "folds.json").write_text(json.dumps(folds, indent=0, sort_keys=True) + "\n")
+    from bench._common import write_result
+
+    write_result("reader_train", info)
     return 0
 
 

@@ -17,7 +17,7 @@ signals are deliberately general (no word list or pattern written for one datase
 
 A group stays here only while cross-validation shows that it adds (``bench/fit_evidence_scorer.py``); the groups
 that did not (a quote's shape, and the answer type a question asks for against what the quote holds) are kept as
-candidate groups in ``bench/evidence_candidate_features.py``, where a refit can try them again.
+candidate groups in ``bench/_candidate_features.py``, where a refit can try them again.
 """
 
 from __future__ import annotations
