@@ -1,8 +1,8 @@
 """Candidate quotes: every sentence of the retrieved chunks, and every window of two or three consecutive sentences
-(the sentence that answers often follows the one that restates the question), each a verbatim span of its chunk. A
-heading is a candidate of its own and never part of a window: it is not a sentence of the prose under it, and a quote
-that glued it to the next sentence would misquote the page. The reader reads a quote under its heading
-(``Span.reading``), so what the heading names still counts."""
+(the sentence that answers often follows the one that restates the question, or the heading that names what the
+prose under it answers), each a verbatim span of its chunk. The reader reads a quote under its heading
+(``Span.reading``). A quote that a heading opens prints the heading's words too: the shipped scorer was fitted on
+such windows, and a refit on windows without the heading is measured in the model card, not shipped."""
 
 from __future__ import annotations
 
@@ -100,13 +100,13 @@ def split_chunk(hit: Hit, rank: int) -> Chunk:
 
 def chunk_spans(chunk: Chunk, focus: frozenset[str], max_words: int = MAX_QUOTE_WORDS) -> list[Span]:
     """The candidate quotes of ``chunk``: each sentence and each window of up to MAX_WINDOW consecutive sentences
-    that fits ``max_words``; a heading is a candidate on its own, never part of a window; a longer single sentence
-    is cut around the ``focus`` terms."""
+    that fits ``max_words``; a heading only opens a window (it says what the prose under it answers), never stands
+    inside or at the end of one; a longer single sentence is cut around the ``focus`` terms."""
     out: list[Span] = []
     n = len(chunk.spans)
     for lo in range(n):
         for hi in range(lo, min(n, lo + MAX_WINDOW)):
-            if hi > lo and (chunk.heading[hi] or chunk.heading[lo]):
+            if hi > lo and chunk.heading[hi]:
                 break
             span = _make_span(chunk, lo, hi, focus, max_words)
             if span is None:

@@ -157,6 +157,7 @@ class _PeakMemory:
         import psutil
 
         self.me = psutil.Process()
+        self.start = self.me.memory_info().rss  # this process before the run: in a whole suite it holds models too
         self.own = self.children = self.worker = 0  # worker: the largest of brt's page-reading workers
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -208,7 +209,9 @@ def test_pages_of_200000_links_stop_at_max_duration_within_bounded_memory(hostil
     assert report.stopped is None or report.stopped.startswith("max_duration_s"), report.stopped
     events = _events(report)
     assert {"links-200k.html", "links-js.html"} <= set(events)
-    assert peak.own < 1.5 * GIB, peak.own >> 20  # no page's trees in brt's own process (1 GB and more before)
+    # no page's trees in brt's own process: it grows by about 0.1 GB (by 1 GB and more before the workers); the
+    # growth, since in a whole suite this process already holds the models that earlier tests loaded
+    assert peak.own - peak.start < GIB // 2, (peak.start >> 20, peak.own >> 20)
     assert 0 < peak.worker <= MEMORY_BYTES <= GIB, peak.worker >> 20  # they are read in a worker, held to its limit
     # Chromium's own cost of rendering two DOMs of 200,000 links at once (about 1.2 GB each, measured), with the
     # workers and Playwright's driver: bounded, not the many GB of a page nobody stops

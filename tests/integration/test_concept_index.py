@@ -216,7 +216,7 @@ def test_cli_concepts_and_subtree_search(brt_home, embedder, make_charter, tmp_p
             "--subtree",
             "Performance > Core Web Vitals > CLS",
             "--json",
-            "--min-score",
+            "--min-similarity",
             "0.2",
         ],
     )
