@@ -543,11 +543,7 @@ def _page_har(snap: Snapshot, report: VerifyReport, read: _Har, page: dict[str, 
     responses = [r for k in dict.fromkeys(urls) for r in read.bodies.get(k.split("#", 1)[0], [])]
     _provenance(report, page, final, rec, responses)
     if not responses:
-        if read.cut_short(keys):
-            report.warn("har", f"page {final} was read in a browser that crashed: the HAR says its recording is "
-                               "incomplete")
-        else:
-            report.fail("har", f"the HAR holds no response for page {final}")
+        _no_response(report, read, keys, final)
         return HARVESTED
     counts["present"] += 1
     expected = (fp or {}).get("doc") or rec.get("doc_sha256")
@@ -560,6 +556,15 @@ def _page_har(snap: Snapshot, report: VerifyReport, read: _Har, page: dict[str, 
     return HARVESTED
 
 
+def _no_response(report: VerifyReport, read: _Har, keys: list[str], final: str) -> None:
+    """The HAR holds no response for a page: a warning when its recording was cut short by a crash, else a failure."""
+    if read.cut_short(keys):
+        report.warn("har", f"page {final} was read in a browser that crashed: the HAR says its recording is "
+                           "incomplete")
+    else:
+        report.fail("har", f"the HAR holds no response for page {final}")
+
+
 def _legacy_page(snap: Snapshot, report: VerifyReport, read: _Har, page: dict[str, Any], final: str,
                  keys: list[str], fp: dict[str, Any] | None, counts: Counter[str]) -> str:
     """A page against a HAR written before provenance records: its response and fingerprint only."""
@@ -567,11 +572,7 @@ def _legacy_page(snap: Snapshot, report: VerifyReport, read: _Har, page: dict[st
         keys = list(dict.fromkeys([str(fp.get("url") or final), *keys]))
     responses = [r for k in keys for r in read.bodies.get(k.split("#", 1)[0], [])]
     if not responses:
-        if read.cut_short(keys):
-            report.warn("har", f"page {final} was read in a browser that crashed: the HAR says its recording is "
-                               "incomplete")
-        else:
-            report.fail("har", f"the HAR holds no response for page {final}")
+        _no_response(report, read, keys, final)
         return _UNCHECKED
     counts["present"] += 1
     if fp is None:
