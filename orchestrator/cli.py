@@ -547,7 +547,7 @@ def charter_schema() -> None:
 def mcp(allow_attach: bool) -> None:
     """Run the MCP server over stdio (tools, prompts; see README, "Agents")."""
     try:
-        from .mcp_server import run as run_server
+        from .mcp.server import run as run_server
     except ImportError as exc:
         _err(f"brt: the MCP server needs the MCP Python SDK ({exc}); install it with: pip install 'brt[mcp]'")
         sys.exit(EXIT_FAILURE)
@@ -763,7 +763,7 @@ def ls_cmd(as_json: bool) -> None:
 def charter_init(question: str, urls: tuple[str, ...], charter_id: str | None, title: str | None,
                  sections: tuple[str, ...], out: str | None, force: bool) -> None:
     """Write a commented starter charter from a question and a few URLs."""
-    from .audit.starter import charter_init as run_init
+    from .charter_starter import charter_init as run_init
 
     result = run_init(question, list(urls), charter_id=charter_id, title=title, sections=list(sections), out=out,
                       force=force)

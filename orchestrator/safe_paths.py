@@ -210,7 +210,7 @@ def agent_output_paths(charter: Charter, requested: str | None, *, kind: str) ->
         main = confine(main, roots, what="out")
         paths = [main, main.with_suffix(".json")]
     elif kind == "clean":
-        from .clean import default_snapshot_path
+        from .config import default_snapshot_path
 
         if requested is None:
             main = default_snapshot_path(charter.id)

@@ -118,7 +118,8 @@ def synthesize(
         generated_at=now(),
         t_synth_s=0.0,
     )
-    from .audit.hooks import after_synthesis, audit_synthesis, mark_origins
+    from .evidence.judge.synthesis import audit_synthesis, mark_origins
+    from .trail.hooks import after_synthesis
 
     mark_origins(result, mem)  # pages added without a harvest are marked wherever they are cited
     audit_synthesis(charter, result, mem, cache)  # acceptance verdicts, conflicts between sources

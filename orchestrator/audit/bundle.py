@@ -157,7 +157,7 @@ def _from_snapshot(path: Path) -> AuditBundle:
 
 def _goal(text: str, fmt: str) -> tuple[str | None, str | None]:
     """The goal and the notes of the charter as harvested."""
-    from .trail import parse_charter_text
+    from ..trail.store import parse_charter_text
 
     try:
         charter = parse_charter_text(text, fmt)
@@ -169,7 +169,7 @@ def _goal(text: str, fmt: str) -> tuple[str | None, str | None]:
 def _from_store(path: Path) -> AuditBundle:
     from ..charter import load_charter
     from ..config import open_memory, store_exists
-    from .trail import stored_synthesis
+    from ..trail.store import stored_synthesis
 
     charter = load_charter(path)
     if not store_exists(charter):

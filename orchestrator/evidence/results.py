@@ -103,7 +103,7 @@ class SynthesisResult:
     markdown: str = ""
     doc_path: Path | None = None
     json_path: Path | None = None
-    # audit (issue 14): set by orchestrator.audit.hooks.audit_synthesis
+    # audit (issue 14): set by orchestrator.evidence.judge.synthesis.audit_synthesis
     acceptance: list[Any] = field(default_factory=list)
     conflicts: list[Any] = field(default_factory=list)
     agreements: list[Any] = field(default_factory=list)
@@ -142,7 +142,7 @@ class SynthesisResult:
                 }
                 for s in self.sections
             ],
-            # audit (issue 14): set by orchestrator.audit.hooks.audit_synthesis
+            # audit (issue 14): set by orchestrator.evidence.judge.synthesis.audit_synthesis
             "acceptance": [v.to_json() for v in self.acceptance],
             "acceptance_summary": acceptance_summary(self.acceptance),
             "conflicts": [c.to_json() for c in self.conflicts],

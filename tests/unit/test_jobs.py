@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import HarvestBusy, HarvestError, JobNotFound
-from orchestrator.jobs import Jobs
+from orchestrator.mcp.jobs import Jobs
 
 
 class _Report:
@@ -50,7 +50,7 @@ def fake_harvest(monkeypatch):
         return _Report(charter.id, state["nothing_stored"])
 
     monkeypatch.setattr(harvest_pkg, "harvest_async", fake)
-    monkeypatch.setattr("orchestrator.jobs._store_after", lambda charter: {"exists": True})
+    monkeypatch.setattr("orchestrator.mcp.jobs._store_after", lambda charter: {"exists": True})
     return state
 
 

@@ -27,19 +27,28 @@ import os
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from memory_store import Memory
 
     from ..charter import Charter
-    from ..evidence import SynthesisResult
 
 log = logging.getLogger(__name__)
 
 CHARTER_FILE = "charter_versions.jsonl"
 SYNTHESIS_FILE = "synthesis.json"
 GRAPH_VECTORS = ("label_vec", "own_vec", "centroid")
+
+
+class SynthesisDoc(Protocol):
+    """What the trail keeps of a synthesis (``evidence.SynthesisResult``): its JSON, Markdown and files."""
+
+    markdown: str
+    doc_path: Path | None
+    json_path: Path | None
+
+    def to_json(self) -> dict[str, Any]: ...
 
 
 def _now() -> str:
@@ -158,7 +167,7 @@ def charter_records(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def record_synthesis(
-    charter: Charter, result: SynthesisResult, memory: Memory, routes: dict[int, str | None] | None = None
+    charter: Charter, result: SynthesisDoc, memory: Memory, routes: dict[int, str | None] | None = None
 ) -> Path:
     """Keep ``result`` as the store's last synthesis (``<store>/synthesis.json``)."""
     sha = record_charter(charter, memory, "synthesize")
