@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from . import __version__
+from .formats import REPORT_FORMATS
 
 log = logging.getLogger(__name__)
 
@@ -667,7 +668,7 @@ def restore(snapshot: str, new_id: str | None, charter_out: str | None, har: str
     2: _BAD_INPUT,
 }))
 @click.argument("source", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["html", "csv", "md"]), default="html", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default=REPORT_FORMATS[0], show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
 @click.option("--check", "check_md", type=click.Path(exists=True, dir_okay=False),
               help="Instead: the HTML view of `brt check` of this report against SOURCE (exit 1 when the check "

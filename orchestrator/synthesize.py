@@ -28,6 +28,7 @@ from .evidence import (
 )
 from .evidence.render import concept_diagram, render_markdown
 from .evidence.scorer import evidence_threshold as resolve_threshold
+from .formats import suffix
 
 if TYPE_CHECKING:
     from memory_store import Memory
@@ -129,7 +130,7 @@ def synthesize(
     doc = Path(out) if out is not None else charter.doc_path
     write_file(doc, result.markdown, within=within)
     result.t_synth_s = time.perf_counter() - started
-    json_path = doc.with_suffix(".json")
+    json_path = doc.with_suffix(suffix("json"))  # the JSON beside the Markdown (formats.SYNTHESIS_FORMATS)
     write_file(json_path, json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", within=within)
     result.doc_path, result.json_path = doc, json_path
     after_synthesis(charter, result, mem, routes)  # the store keeps the result for /clean

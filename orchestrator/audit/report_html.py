@@ -138,7 +138,8 @@ def render_html(bundle: AuditBundle) -> str:
                 f"{_also_at(bundle, b)}</article>"
             )
         for g in s.get("gaps") or []:
-            body.append(f'<p class="gap"><span class="tag">{_e(label)} Gap</span>{_e(_gap_text(g))}</p>')
+            gap = _e(_gap_text(g, s.get("question")))
+            body.append(f'<p class="gap"><span class="tag">{_e(label)} Gap</span>{gap}</p>')
         agreements = [a for a in syn.get("agreements") or [] if a.get("section") == s.get("title")]
         for a in agreements:
             body.append(f'<p class="agree">{_e(a.get("sources"))} sources agree on {_e(a.get("value"))} '
@@ -171,13 +172,21 @@ def render_html(bundle: AuditBundle) -> str:
     )
 
 
-def _gap_text(gap: Any) -> str:
+def _gap_text(gap: Any, question: Any) -> str:
+    """What the Gap says beside its tag (``untrusted.gap_text``, the words of every Gap line)."""
+    from ..untrusted import gap_text
+
     if isinstance(gap, dict):
-        if gap.get("markdown"):
-            text = str(gap["markdown"])
-            return text.split("] ", 1)[1] if "] " in text else text
-        return f"No evidence met the threshold for “{gap.get('question')}”."
+        return gap_text(str(gap.get("question") or question), _int(gap.get("searched_chunks")),
+                        _int(gap.get("searched_pages")))
     return str(gap)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
 
 
 def _acceptance(syn: dict[str, Any]) -> list[str]:

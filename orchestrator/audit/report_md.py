@@ -13,7 +13,7 @@ from typing import Any
 
 from ..evidence import display_url
 from ..evidence.results import ADDED_MARK, origin_mark
-from ..untrusted import evidence_line, markdown_escape
+from ..untrusted import evidence_line, gap_line, markdown_escape
 from .bundle import AuditBundle
 
 __all__ = ["render_md", "synthesis_markdown"]
@@ -61,8 +61,7 @@ def _date(value: object) -> str | None:
 
 def _gap_line(label: str, gap: dict[str, Any], question: object) -> str:
     asked = gap.get("question") or question
-    return (f'[{_md(label)} Gap] No evidence met the threshold for "{_md(asked)}" '
-            f"(searched {_int(gap.get('searched_chunks'))} chunks from {_int(gap.get('searched_pages'))} pages).")
+    return gap_line(_md(label), _md(asked), _int(gap.get("searched_chunks")), _int(gap.get("searched_pages")))
 
 
 def _section_lines(bundle: AuditBundle, syn: dict[str, Any], section: dict[str, Any]) -> list[str]:

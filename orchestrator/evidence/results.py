@@ -71,10 +71,9 @@ class Gap:
 
     @property
     def markdown(self) -> str:
-        return (
-            f'[{self.label} Gap] No evidence met the threshold for "{self.question}" '
-            f"(searched {self.searched_chunks} chunks from {self.searched_pages} pages)."
-        )
+        from ..untrusted import gap_line
+
+        return gap_line(self.label, self.question, self.searched_chunks, self.searched_pages)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp_types import CallToolResult
 from pydantic import Field
 
+from ..formats import ReportFormat
 from ..untrusted import trusted
 from .schemas import CatalogOut, CharterInitOut, CheckOut, ReportOut, RestoreOut, VerifyOut
 
@@ -105,7 +106,7 @@ def register_audit_tools(
             str, Field(description="A charter file (.yaml/.yml/.json) or a snapshot (.jsonl).", min_length=1)
         ],
         format: Annotated[  # noqa: A002 - the tool's argument name
-            Literal["html", "csv", "md"], Field(description="html (one offline page), csv or md.")
+            ReportFormat, Field(description="html (one offline page), csv or md.")
         ] = "html",
         check_path: Annotated[
             str | None, Field(description="A Markdown report (.md) to check against the source (HTML only).")

@@ -244,7 +244,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("orchestrator", "orchestrator.api", "orchestrator.errors", "orchestrator.url_safety",
               "orchestrator.untrusted", "orchestrator.files", "orchestrator.safe_paths", "orchestrator.config",
               "orchestrator.charter", "orchestrator.charter_syntax", "orchestrator.charter_starter",
-              "orchestrator.progress", "orchestrator.terminal")),
+              "orchestrator.progress", "orchestrator.terminal", "orchestrator.formats")),
     ("trail", ("orchestrator.trail",)),
     ("stages", ("orchestrator.harvest", "orchestrator.evidence", "orchestrator.synthesize", "orchestrator.clean")),
     ("audit", ("orchestrator.audit",)),
