@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from ..formats import ReportFormat
+from ..formats import ReportFormat, suffix
 from ..untrusted import trusted
 from .schemas import CatalogOut, CharterInitOut, CheckOut, ReportOut, RestoreOut, VerifyOut
 
@@ -297,7 +297,7 @@ def _write_report(source: Path, fmt: str, check_path: str | None) -> dict[str, A
                           **done.check.rates()}}
     bundle = load_bundle(source)
     name = source.stem if bundle.origin == "snapshot" else bundle.charter_id
-    done = write_report(bundle, fmt=fmt, out=_report_path(home, f"{name}.{fmt}"), within=[home])
+    done = write_report(bundle, fmt=fmt, out=_report_path(home, f"{name}{suffix(fmt)}"), within=[home])
     record_written([done.path])
     sections = bundle.sections
     return {
@@ -307,8 +307,8 @@ def _write_report(source: Path, fmt: str, check_path: str | None) -> dict[str, A
         "path": str(done.path),
         "bytes": done.path.stat().st_size if done.path else 0,
         "sections": len(sections),
-        "blocks": sum(len(s.get("blocks") or []) for s in sections),
-        "gaps": sum(len(s.get("gaps") or []) for s in sections),
+        "blocks": sum(len(s.blocks) for s in sections),
+        "gaps": sum(len(s.gaps) for s in sections),
     }
 
 

@@ -15,19 +15,19 @@ if TYPE_CHECKING:
     from memory_store import Memory
 
     from ..charter import Charter
-    from .store import SynthesisDoc
+    from ..synthesis_record import SynthesisRecord
 
 log = logging.getLogger(__name__)
 
 
 def after_synthesis(
-    charter: Charter, result: SynthesisDoc, memory: Memory, routes: dict[int, str | None] | None = None
+    charter: Charter, record: SynthesisRecord, memory: Memory, routes: dict[int, str | None] | None = None
 ) -> None:
     """Keep the synthesis in the store for /clean's snapshot; never fails the synthesis."""
     from .store import record_synthesis
 
     try:
-        record_synthesis(charter, result, memory, routes)
+        record_synthesis(charter, record, memory, routes)
     except Exception:  # the outputs are written; only the snapshot's copy is missing
         log.exception("cannot keep the synthesis of %s in its store", charter.id)
 

@@ -14,6 +14,7 @@ from orchestrator.audit.bundle import AuditBundle
 from orchestrator.audit.errors import ReportError
 from orchestrator.audit.report import render
 from orchestrator.formats import FORMATS, REPORT_FORMATS, SYNTHESIS_FORMATS, suffix
+from orchestrator.synthesis_record import SynthesisRecord
 
 
 def test_every_named_format_is_registered():
@@ -46,7 +47,7 @@ def _bundle() -> AuditBundle:
     syn = {"title": "T", "generated_at": "2026-11-28T00:00:00Z", "embedding_model": "m", "min_score": 0.3,
            "sections": [{"title": "S", "label": "S", "question": "Q?", "blocks": [],
                          "gaps": [{"label": "S", "question": "Q?", "searched_chunks": 2, "searched_pages": 1}]}]}
-    return AuditBundle("store", Path("c.yaml"), "c", "T", None, syn)
+    return AuditBundle("store", Path("c.yaml"), "c", "T", None, SynthesisRecord.from_json(syn))
 
 
 @pytest.mark.parametrize("fmt", REPORT_FORMATS)
