@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..synthesis_record import SynthesisRecord
+    from .judge.acceptance import Verdict
+    from .judge.conflicts import Agreement, Conflict
 
 __all__ = ["ADDED_MARK", "EvidenceBlock", "Gap", "SectionResult", "Source", "SynthesisResult", "acceptance_summary",
            "display_url", "origin_mark"]
@@ -106,9 +108,9 @@ class SynthesisResult:
     doc_path: Path | None = None
     json_path: Path | None = None
     # audit (issue 14): set by orchestrator.evidence.judge.synthesis.audit_synthesis
-    acceptance: list[Any] = field(default_factory=list)
-    conflicts: list[Any] = field(default_factory=list)
-    agreements: list[Any] = field(default_factory=list)
+    acceptance: list[Verdict] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    agreements: list[Agreement] = field(default_factory=list)
 
     def record(self) -> SynthesisRecord:
         """The synthesis as its one typed record (``synthesis_record``): what its JSON, the store, the snapshot
