@@ -1,4 +1,4 @@
-"""Background jobs (orchestrator/jobs.py), as pure logic: the harvest is replaced by a coroutine that reports
+"""Background jobs (orchestrator/mcp/jobs.py), as pure logic: the harvest is replaced by a coroutine that reports
 progress and sleeps, so these check the job states, the refusal of a second harvest of a charter, cancelling
 (also before the harvest's task exists), failures and polling, without a browser or a model. The real harvest
 over MCP is tests/e2e/test_mcp_jobs.py."""
