@@ -546,7 +546,7 @@ def run_seeded(bc: BenchCharter, items: list[Item], source: Any, tmp: Path, char
 def mcp_size(bc: BenchCharter, items: list[Item], source: Any, tally: Tally) -> dict[str, Any]:
     """The MCP ``check_report`` result of a 100-claim report, half of its claims failing, against its bound."""
     from orchestrator.audit.check import report_json
-    from orchestrator.audit.mcp_tools import CHECK_RESULT_CHARS, check_result
+    from orchestrator.mcp.audit_tools import CHECK_RESULT_CHARS, check_result
     from orchestrator.untrusted import agent_document, quote_untrusted, safe_url
 
     pool = [it for it in items if it.kind in ("quote", "restated")]

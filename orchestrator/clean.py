@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_store import redact_uri
-from memory_store.clock import file_stamp
 
 from . import __version__
 from .api import make_module_callable
-from .config import memory_basepath, open_memory, snapshots_dir, store_exists, store_uri
+from .config import default_snapshot_path, memory_basepath, open_memory, store_exists, store_uri
 from .harvest.har import har_files, merge_hars
 from .harvest.journal import ADDED, page_origins, render_of_pages
 
@@ -32,10 +31,6 @@ class CleanResult:
     har_path: Path | None
     destroyed: bool
     counts: dict[str, int] = field(default_factory=dict)
-
-
-def default_snapshot_path(charter_id: str) -> Path:
-    return snapshots_dir() / f"{charter_id}-{file_stamp()}.jsonl"
 
 
 def clean(
@@ -70,7 +65,7 @@ def clean(
         events = mem.events()
         extra = [dict(e, type=e.get("type", "harvest_event")) for e in events]
         extra.extend(_concept_records(charter, mem))
-        from .audit.hooks import clean_records
+        from .trail.hooks import clean_records
 
         extra.extend(clean_records(charter, mem, vectors=vectors))  # audit: charter, synthesis, concepts
         manifest, har = _write(mem, path, extra, vectors, within, render_of_pages(events), page_origins(events))

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from . import __version__
+from .formats import REPORT_FORMATS
 
 log = logging.getLogger(__name__)
 
@@ -547,7 +548,7 @@ def charter_schema() -> None:
 def mcp(allow_attach: bool) -> None:
     """Run the MCP server over stdio (tools, prompts; see README, "Agents")."""
     try:
-        from .mcp_server import run as run_server
+        from .mcp.server import run as run_server
     except ImportError as exc:
         _err(f"brt: the MCP server needs the MCP Python SDK ({exc}); install it with: pip install 'brt[mcp]'")
         sys.exit(EXIT_FAILURE)
@@ -667,7 +668,7 @@ def restore(snapshot: str, new_id: str | None, charter_out: str | None, har: str
     2: _BAD_INPUT,
 }))
 @click.argument("source", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["html", "csv", "md"]), default="html", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default=REPORT_FORMATS[0], show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
 @click.option("--check", "check_md", type=click.Path(exists=True, dir_okay=False),
               help="Instead: the HTML view of `brt check` of this report against SOURCE (exit 1 when the check "
@@ -763,7 +764,7 @@ def ls_cmd(as_json: bool) -> None:
 def charter_init(question: str, urls: tuple[str, ...], charter_id: str | None, title: str | None,
                  sections: tuple[str, ...], out: str | None, force: bool) -> None:
     """Write a commented starter charter from a question and a few URLs."""
-    from .audit.starter import charter_init as run_init
+    from .charter_starter import charter_init as run_init
 
     result = run_init(question, list(urls), charter_id=charter_id, title=title, sections=list(sections), out=out,
                       force=force)

@@ -23,6 +23,13 @@ def snapshots_dir() -> Path:
     return brt_home() / "snapshots"
 
 
+def default_snapshot_path(charter_id: str) -> Path:
+    """Where ``clean`` writes a charter's snapshot when no path is given (a new file each run)."""
+    from memory_store.clock import file_stamp
+
+    return snapshots_dir() / f"{charter_id}-{file_stamp()}.jsonl"
+
+
 def embedding_model(charter: Charter | None = None) -> str | None:
     """The embedding model: BRT_EMBED_MODEL overrides the charter's memory.embedding_model; None = bundled default."""
     env = settings().embed_model

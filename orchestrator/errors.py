@@ -26,12 +26,13 @@
     ├── PageRefused            a page that may not enter the store (add_page: off the allowlist, no text, ...)
     ├── MemoryDisabled         the charter keeps no store (memory.enabled: false): nothing to search or synthesize
     ├── EvidenceModelError     the evidence scorer's weights are missing, corrupt or fail their recorded sha256
-    ├── JobNotFound            no background job of that id in this process (``jobs.py``)
-    └── PortInUse              the demo site's port is taken (``brt demo`` then serves on a free port)
+    ├── JobNotFound            no background job of that id in this process (``mcp/jobs.py``)
+    ├── PortInUse              the demo site's port is taken (``brt demo`` then serves on a free port)
+    └── StarterExists          ``brt charter init`` would overwrite a file (advice ``init_exists``)
 
 memory_store errors (memory_store.errors.MemoryStoreError) pass through unchanged; the CLI and the MCP server map
 both families. An error whose way out depends on the shell (a CLI flag, an MCP argument) does not name it: its
-``advice`` is one of :data:`ADVICE`, which the CLI (``cli.ADVICE``) and the MCP server (``mcp_guard.ADVICE``) each
+``advice`` is one of :data:`ADVICE`, which the CLI (``cli.ADVICE``) and the MCP server (``mcp.guard.ADVICE``) each
 word in their own terms. Playwright has few exception types and says what happened in its messages (and Chromium's
 ``net::ERR_*`` codes); ``error_kind`` reads them here, and nowhere else.
 """
@@ -67,6 +68,7 @@ __all__ = [
     "RayUnavailable",
     "RayWorkerLost",
     "RequestFailed",
+    "StarterExists",
     "TargetClosed",
     "browser_error",
     "error_kind",
@@ -213,6 +215,10 @@ class JobNotFound(BrtError):
 
 class PortInUse(BrtError):
     """A local port brt was asked to serve on is already in use."""
+
+
+class StarterExists(BrtError):
+    """A starter charter's file exists (``charter_starter.charter_init`` without ``force``)."""
 
 
 class DiskFull(HarvestError):

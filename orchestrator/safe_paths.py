@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from .config import brt_home
 from .errors import BrtError, CharterError
+from .formats import suffix
 
 if TYPE_CHECKING:
     from .charter import Charter
@@ -205,12 +206,12 @@ def agent_output_paths(charter: Charter, requested: str | None, *, kind: str) ->
         else:
             p = Path(requested).expanduser()
             main = p if p.is_absolute() else charter.doc_path.parent / p
-        if main.suffix.lower() == ".json":
+        if main.suffix.lower() == suffix("json"):
             raise PathRefused(f"refused out {requested!r}: the Markdown path must not end in .json")
         main = confine(main, roots, what="out")
-        paths = [main, main.with_suffix(".json")]
+        paths = [main, main.with_suffix(suffix("json"))]  # synthesize writes both (formats.SYNTHESIS_FORMATS)
     elif kind == "clean":
-        from .clean import default_snapshot_path
+        from .config import default_snapshot_path
 
         if requested is None:
             main = default_snapshot_path(charter.id)

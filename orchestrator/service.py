@@ -1,4 +1,4 @@
-"""The one service layer under the CLI (``cli.py``) and the MCP server (``mcp_server.py``): loading a charter,
+"""The one service layer under the CLI (``cli.py``) and the MCP server (``mcp/server.py``): loading a charter,
 opening its store, searching with the charter's retrieval defaults, status, and the JSON documents of hits,
 sections, reports and snapshots. Both shells only parse arguments and render what these return, so a ``brt
 search --json`` hit and an MCP ``search`` hit are the same object (the MCP server passes ``quote`` to wrap page
@@ -45,7 +45,7 @@ __all__ = [
     "validate",
 ]
 
-#: Wraps text taken from a page (``mcp_server.quote_untrusted``): (text, source URL) -> quoted text.
+#: Wraps text taken from a page (``mcp.server.quote_untrusted``): (text, source URL) -> quoted text.
 Quote = Callable[[str | None, str | None], str | None]
 #: A URL as an agent may see it (``untrusted.safe_url``: WHATWG serialisation, no ``user:pass@``).
 UrlView = Callable[[Any], str | None]

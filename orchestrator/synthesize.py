@@ -28,6 +28,8 @@ from .evidence import (
 )
 from .evidence.render import concept_diagram, render_markdown
 from .evidence.scorer import evidence_threshold as resolve_threshold
+from .formats import suffix
+from .synthesis_record import Recorded
 
 if TYPE_CHECKING:
     from memory_store import Memory
@@ -118,7 +120,8 @@ def synthesize(
         generated_at=now(),
         t_synth_s=0.0,
     )
-    from .audit.hooks import after_synthesis, audit_synthesis, mark_origins
+    from .evidence.judge.synthesis import audit_synthesis, mark_origins
+    from .trail.hooks import after_synthesis
 
     mark_origins(result, mem)  # pages added without a harvest are marked wherever they are cited
     audit_synthesis(charter, result, mem, cache)  # acceptance verdicts, conflicts between sources
@@ -128,10 +131,12 @@ def synthesize(
     doc = Path(out) if out is not None else charter.doc_path
     write_file(doc, result.markdown, within=within)
     result.t_synth_s = time.perf_counter() - started
-    json_path = doc.with_suffix(".json")
-    write_file(json_path, json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", within=within)
+    record = result.record()  # the one record: the JSON file, the store, the snapshot, the reports
+    json_path = doc.with_suffix(suffix("json"))  # the JSON beside the Markdown (formats.SYNTHESIS_FORMATS)
+    write_file(json_path, json.dumps(record.to_json(), indent=2, ensure_ascii=False) + "\n", within=within)
     result.doc_path, result.json_path = doc, json_path
-    after_synthesis(charter, result, mem, routes)  # the store keeps the result for /clean
+    record.recorded = Recorded(doc_path=str(doc), json_path=str(json_path), markdown=result.markdown)
+    after_synthesis(charter, record, mem, routes)  # the store keeps the record for /clean
     log.info("synthesized %d sections into %s", len(sections), doc)
     return result
 

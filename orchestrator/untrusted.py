@@ -250,6 +250,19 @@ def evidence_line(label: str, n: int, quote: str, cited_url: str, last_updated: 
     )
 
 
+def gap_text(question: str, searched_chunks: int, searched_pages: int) -> str:
+    """What a Gap says after its ``[X Gap]`` tag (the HTML report prints it beside its tag)."""
+    return (f'No evidence met the threshold for "{question}" '
+            f"(searched {searched_chunks} chunks from {searched_pages} pages).")
+
+
+def gap_line(label: str, question: str, searched_chunks: int, searched_pages: int) -> str:
+    """One Gap as one Markdown line (docs/contracts.md, "Evidence blocks"): the one renderer of a Gap line. The
+    label and the question are the charter's, passed as the caller escapes them (a report escapes what a
+    snapshot says)."""
+    return f"[{label} Gap] {gap_text(question, searched_chunks, searched_pages)}"
+
+
 _EVENT_URLS = ("url", "final_url")
 _EVENT_URL_LISTS = ("links", "blocked_requests")
 _EVENT_TEXT = ("reason", "partial", "error")

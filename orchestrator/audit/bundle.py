@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ReportError
+
+if TYPE_CHECKING:
+    from ..synthesis_record import SectionRecord, SynthesisRecord
 
 __all__ = ["AuditBundle", "Source", "load_bundle"]
 
@@ -32,7 +35,7 @@ class AuditBundle:
     charter_id: str
     title: str
     goal: str | None
-    synthesis: dict[str, Any]
+    synthesis: SynthesisRecord
     pages: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     concepts: list[dict[str, Any]] = field(default_factory=list)
@@ -43,8 +46,8 @@ class AuditBundle:
     _harvested: set[str] | None = field(default=None, repr=False)
 
     @property
-    def sections(self) -> list[dict[str, Any]]:
-        return list(self.synthesis.get("sections") or [])
+    def sections(self) -> list[SectionRecord]:
+        return self.synthesis.sections
 
     def added(self, url: object, claimed: object = None) -> bool:
         """Whether the page cited as ``url`` was added without a harvest (``add_page``), so that every report
@@ -68,9 +71,9 @@ class AuditBundle:
         cited: dict[str, set[str]] = {}
         blocks: Counter[str] = Counter()
         for s in self.sections:
-            for b in s.get("blocks") or []:
-                cited.setdefault(str(b.get("url")), set()).add(str(b.get("chunk_id")))
-                blocks[str(b.get("url"))] += 1
+            for b in s.blocks:
+                cited.setdefault(b.url, set()).add(str(b.chunk_id))
+                blocks[b.url] += 1
         out = []
         for p in self.pages:
             url = str(p.get("final_url") or p.get("url"))
@@ -107,16 +110,13 @@ class AuditBundle:
         """(section title, block n) -> what it conflicts with ("#2: 3 seconds vs 2.5 seconds"; a page no block
         cites by its URL and date)."""
         out: dict[tuple[str, int], list[str]] = {}
-        for c in self.synthesis.get("conflicts") or []:
-            a, b = c.get("a") or {}, c.get("b") or {}
-            section = str(c.get("section"))
-            for this, other in ((a, b), (b, a)):
-                if not this.get("n"):
+        for c in self.synthesis.conflicts:
+            section = str(c.section)
+            for this, other in ((c.a, c.b), (c.b, c.a)):
+                if not this.n:
                     continue  # a page no block cites has no block to mark
-                who = f"#{other.get('n')}" if other.get("n") else \
-                    f"{other.get('url')} ({other.get('last_updated') or 'undated'})"
-                key = (section, int(this.get("n") or 0))
-                out.setdefault(key, []).append(f"{who}: {this.get('value')} vs {other.get('value')}")
+                who = f"#{other.n}" if other.n else f"{other.url} ({other.last_updated or 'undated'})"
+                out.setdefault((section, this.n), []).append(f"{who}: {this.value} vs {other.value}")
         return out
 
 
@@ -130,19 +130,20 @@ def load_bundle(path: str | Path) -> AuditBundle:
 
 
 def _from_snapshot(path: Path) -> AuditBundle:
+    from ..synthesis_record import SynthesisRecord
     from .snapshot import read_snapshot
 
     snap = read_snapshot(path)
     if snap.synthesis is None:
         raise ReportError(f"{path} records no synthesis (the charter was not synthesized before /clean)")
-    syn = {k: v for k, v in snap.synthesis.items() if k != "type"}
+    syn = SynthesisRecord.from_json(snap.synthesis)  # the record's JSON, as the store kept it
     charter = snap.harvest_charter()
     goal, notes = _goal(charter["text"], charter.get("format", "yaml")) if charter else (None, None)
     return AuditBundle(
         origin="snapshot",
         path=snap.path,
         charter_id=snap.charter_id,
-        title=str(syn.get("title") or snap.charter_id),
+        title=str(syn.title or snap.charter_id),
         goal=goal,
         notes=notes,
         synthesis=syn,
@@ -151,13 +152,13 @@ def _from_snapshot(path: Path) -> AuditBundle:
         concepts=snap.concepts,
         edges=snap.edges,
         manifest=snap.manifest,
-        charter_sha256=syn.get("charter_sha256"),
+        charter_sha256=syn.recorded.charter_sha256 if syn.recorded else None,
     )
 
 
 def _goal(text: str, fmt: str) -> tuple[str | None, str | None]:
     """The goal and the notes of the charter as harvested."""
-    from .trail import parse_charter_text
+    from ..trail.store import parse_charter_text
 
     try:
         charter = parse_charter_text(text, fmt)
@@ -169,16 +170,18 @@ def _goal(text: str, fmt: str) -> tuple[str | None, str | None]:
 def _from_store(path: Path) -> AuditBundle:
     from ..charter import load_charter
     from ..config import open_memory, store_exists
-    from .trail import stored_synthesis
+    from ..synthesis_record import SynthesisRecord
+    from ..trail.store import stored_synthesis
 
     charter = load_charter(path)
     if not store_exists(charter):
         raise ReportError(f"charter {charter.id!r} ({path}) has no store (never harvested, or cleaned)",
                           advice="harvest_first")
     mem = open_memory(charter, create=False)
-    syn = stored_synthesis(mem)
-    if syn is None:
+    stored = stored_synthesis(mem)
+    if stored is None:
         raise ReportError(f"charter {charter.id!r} ({path}) has no synthesis yet", advice="synthesize_first")
+    syn = SynthesisRecord.from_json(stored)
     pages = [
         {"url": p.requested_url or p.url, "final_url": p.url, "title": p.title, "last_updated": p.last_updated,
          "chunk_ids": list(p.chunk_ids)}
@@ -200,7 +203,7 @@ def _from_store(path: Path) -> AuditBundle:
         origin="store",
         path=charter.source or path,
         charter_id=charter.id,
-        title=str(syn.get("title") or charter.title),
+        title=str(syn.title or charter.title),
         goal=charter.goal,
         notes=charter.notes,
         synthesis=syn,
@@ -208,5 +211,5 @@ def _from_store(path: Path) -> AuditBundle:
         events=mem.events(),
         concepts=concepts,
         edges=edges,
-        charter_sha256=syn.get("charter_sha256"),
+        charter_sha256=syn.recorded.charter_sha256 if syn.recorded else None,
     )

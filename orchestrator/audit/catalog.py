@@ -74,7 +74,7 @@ def ls() -> Catalog:
 def _store(folder: Path) -> StoreEntry:
     from memory_store import Memory
 
-    from .trail import stored_charters, stored_synthesis
+    from ..trail.store import stored_charters, stored_synthesis
 
     entry = StoreEntry(folder.name, str(folder), 0, 0, 0, None, None, None)
     try:

@@ -151,7 +151,7 @@ def from_store(charter: Charter, *, verify: bool = True) -> EvidenceSource:
     hash of its text, every recorded block a span of a proven page, every URL on the allowlist, and the store's
     own consistency, ``Memory.check``); SourceRefused when that fails."""
     from ..config import open_memory
-    from .trail import stored_synthesis
+    from ..trail.store import stored_synthesis
 
     verified, warnings = _verify_store(charter) if verify else (None, [])
     mem = open_memory(charter, create=False)
@@ -202,8 +202,8 @@ def from_snapshot(path: str | Path, charter: Charter | None = None, *, verify: b
     quotes, allowlist and, unless ``har`` is False, the HAR beside it; SourceRefused when it fails). The
     allowlist is the charter's when given, else the one the snapshot records."""
     from ..errors import CharterError
+    from ..trail.store import parse_charter_text
     from .snapshot import read_snapshot
-    from .trail import parse_charter_text
 
     verified, warnings = _verify_snapshot(path, charter, har) if verify else (None, [])
     snap = read_snapshot(path)

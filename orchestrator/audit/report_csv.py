@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .bundle import AuditBundle
+
+if TYPE_CHECKING:
+    from ..synthesis_record import BlockRecord
 
 __all__ = ["COLUMNS", "render_csv"]
 
@@ -35,21 +38,20 @@ def render_csv(bundle: AuditBundle) -> str:
     writer.writerow(COLUMNS)
     conflicts = bundle.conflict_blocks()
     for s in bundle.sections:
-        for b in s.get("blocks") or []:
-            url = str(b.get("url") or "")
+        for b in s.blocks:
             writer.writerow(
                 [
                     _cell(value)  # every cell: a snapshot's date, number or id may be a formula too
                     for value in (
-                        s.get("title"),
-                        b.get("n"),
-                        b.get("quote"),
-                        url,
-                        bundle.title_of(url),
-                        b.get("last_updated") or "",
-                        _score(b.get("score")),
-                        b.get("chunk_id"),
-                        "; ".join(conflicts.get((str(s.get("title")), _n(b.get("n"))), [])),
+                        s.title,
+                        b.n,
+                        b.quote,
+                        b.url,
+                        bundle.title_of(b.url),
+                        b.last_updated or "",
+                        f"{b.score:.4f}",
+                        b.chunk_id,
+                        "; ".join(conflicts.get((str(s.title), b.n), [])),
                         _origin(bundle, b),
                     )
                 ]
@@ -57,26 +59,11 @@ def render_csv(bundle: AuditBundle) -> str:
     return out.getvalue()
 
 
-def _origin(bundle: AuditBundle, block: dict[str, Any]) -> str:
+def _origin(bundle: AuditBundle, block: BlockRecord) -> str:
     """``harvest``, or ``added without a harvest`` (naming the also-at pages that were, when only those)."""
     from ..evidence.results import ADDED_MARK
 
-    if bundle.added(block.get("url"), block.get("origin")):
+    if bundle.added(block.url, block.origin):
         return ADDED_MARK
-    also = [str(a.get("url")) for a in block.get("also_at") or []
-            if isinstance(a, dict) and bundle.added(a.get("url"), a.get("origin"))]
+    also = [a.url for a in block.also_at if bundle.added(a.url, a.origin)]
     return f"harvest; also at {', '.join(also)}: {ADDED_MARK}" if also else "harvest"
-
-
-def _score(value: object) -> str:
-    try:
-        return f"{float(value or 0):.4f}"  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def _n(value: object) -> int:
-    try:
-        return int(value or 0)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        return 0

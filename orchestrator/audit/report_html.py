@@ -11,13 +11,16 @@ sources table (URL, title, last updated, chunks cited); the harvest summary; the
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..evidence.results import ADDED_MARK
 from .bundle import AuditBundle
 from .check import CheckReport, ClaimResult
 from .concept_svg import render_svg
+
+if TYPE_CHECKING:
+    from ..synthesis_record import BlockRecord, ClaimRecord, GapRecord, SourceRecord, SynthesisRecord
 
 __all__ = ["render_check_html", "render_html"]
 
@@ -102,7 +105,7 @@ def render_html(bundle: AuditBundle) -> str:
     syn = bundle.synthesis
     conflicts = bundle.conflict_blocks()
     body: list[str] = []
-    nav = [f'<li><a href="#{_slug(i)}">{_e(s.get("title"))}</a></li>' for i, s in enumerate(bundle.sections)]
+    nav = [f'<li><a href="#{_slug(i)}">{_e(s.title)}</a></li>' for i, s in enumerate(bundle.sections)]
     nav += ['<li><a href="#acceptance">Acceptance</a></li>', '<li><a href="#conflicts">Conflicts</a></li>',
             '<li><a href="#sources">Sources</a></li>', '<li><a href="#harvest">Harvest</a></li>',
             '<li><a href="#concepts">Concept map</a></li>']
@@ -113,36 +116,34 @@ def render_html(bundle: AuditBundle) -> str:
         f"<h1>{_e(bundle.title)}</h1>",
         f'<p class="question">{_e(bundle.goal)}</p>' if bundle.goal else "",
         f'<p class="notes">{_e(bundle.notes)}</p>' if bundle.notes else "",
-        f'<p class="meta">Charter <code>{_e(bundle.charter_id)}</code> · generated {_e(syn.get("generated_at"))} · '
-        f"evidence threshold {float(syn.get('min_score') or 0):.2f} ({_e(syn.get('embedding_model'))}) · {origin}</p>",
+        f'<p class="meta">Charter <code>{_e(bundle.charter_id)}</code> · generated {_e(syn.generated_at)} · '
+        f"evidence threshold {syn.min_score:.2f} ({_e(syn.embedding_model)}) · {origin}</p>",
         f"<nav><ul>{''.join(nav)}</ul></nav>",
         "</header>",
     ]
     for i, s in enumerate(bundle.sections):
         body.append(f'<section id="{_slug(i)}" class="section">')
-        body.append(f"<h2>{_e(s.get('title'))}</h2>")
-        if s.get("question") and s.get("question") != s.get("title"):
-            body.append(f'<p class="question">{_e(s.get("question"))}</p>')
-        label = s.get("label") or s.get("title")
-        for b in s.get("blocks") or []:
-            marks = conflicts.get((str(s.get("title")), int(b.get("n") or 0)), [])
-            url = str(b.get("url") or "")
+        body.append(f"<h2>{_e(s.title)}</h2>")
+        if s.question and s.question != s.title:
+            body.append(f'<p class="question">{_e(s.question)}</p>')
+        label = s.label or s.title
+        for b in s.blocks:
+            marks = conflicts.get((str(s.title), b.n), [])
             flag = "".join(f'<span class="flag">conflict with {_e(m)}</span> ' for m in marks)
             body.append(
-                f'<article class="block{" conflict" if marks else ""}" id="{_slug(i)}-b{_e(b.get("n"))}">'
-                f'<blockquote>“{_e(b.get("quote"))}”</blockquote>'
-                f'<p class="cite"><span class="tag">{_e(label)} Evidence #{_e(b.get("n"))}</span>'
-                f"{_link(url, _display(url))}{_added(bundle, b)} · last updated: "
-                f"{_e(b.get('last_updated') or 'unknown')} · "
-                f"score {float(b.get('score') or 0):.3f} · <code>{_e(str(b.get('chunk_id'))[:19])}…</code> {flag}</p>"
+                f'<article class="block{" conflict" if marks else ""}" id="{_slug(i)}-b{_e(b.n)}">'
+                f"<blockquote>“{_e(b.quote)}”</blockquote>"
+                f'<p class="cite"><span class="tag">{_e(label)} Evidence #{_e(b.n)}</span>'
+                f"{_link(b.url, _display(b.url))}{_added(bundle, b)} · last updated: "
+                f"{_e(b.last_updated or 'unknown')} · "
+                f"score {b.score:.3f} · <code>{_e(str(b.chunk_id)[:19])}…</code> {flag}</p>"
                 f"{_also_at(bundle, b)}</article>"
             )
-        for g in s.get("gaps") or []:
-            body.append(f'<p class="gap"><span class="tag">{_e(label)} Gap</span>{_e(_gap_text(g))}</p>')
-        agreements = [a for a in syn.get("agreements") or [] if a.get("section") == s.get("title")]
-        for a in agreements:
-            body.append(f'<p class="agree">{_e(a.get("sources"))} sources agree on {_e(a.get("value"))} '
-                        f'({_e(", ".join(f"#{n}" for n in a.get("blocks") or []))})</p>')
+        for g in s.gaps:
+            body.append(f'<p class="gap"><span class="tag">{_e(label)} Gap</span>{_e(_gap_text(g, s.question))}</p>')
+        for a in (a for a in syn.agreements if a.section == s.title):
+            body.append(f'<p class="agree">{_e(a.sources)} sources agree on {_e(a.value)} '
+                        f'({_e(", ".join(f"#{n}" for n in a.blocks))})</p>')
         body.append("</section>")
     body += _acceptance(syn)
     body += _conflicts(bundle, syn)
@@ -171,71 +172,63 @@ def render_html(bundle: AuditBundle) -> str:
     )
 
 
-def _gap_text(gap: Any) -> str:
-    if isinstance(gap, dict):
-        if gap.get("markdown"):
-            text = str(gap["markdown"])
-            return text.split("] ", 1)[1] if "] " in text else text
-        return f"No evidence met the threshold for “{gap.get('question')}”."
-    return str(gap)
+def _gap_text(gap: GapRecord, question: str | None) -> str:
+    """What the Gap says beside its tag (``untrusted.gap_text``, the words of every Gap line)."""
+    from ..untrusted import gap_text
+
+    return gap_text(str(gap.question or question), gap.searched_chunks, gap.searched_pages)
 
 
-def _acceptance(syn: dict[str, Any]) -> list[str]:
-    rows = syn.get("acceptance") or []
+def _acceptance(syn: SynthesisRecord) -> list[str]:
+    rows = syn.acceptance
     out = ['<section id="acceptance"><h2>Acceptance criteria</h2>']
     if not rows:
         return out + ['<p class="note">The charter states no acceptance criteria.</p></section>']
     out.append("<table><thead><tr><th>Criterion</th><th>Verdict</th><th>Why</th></tr></thead><tbody>")
     for v in rows:
-        cls = "v-" + str(v.get("verdict")).replace(" ", "-")
-        out.append(f"<tr><td>{_e(v.get('criterion'))}</td><td class=\"{_e(cls)}\">{_e(v.get('verdict'))}</td>"
-                   f"<td>{_e(v.get('reason'))}</td></tr>")
+        cls = "v-" + str(v.verdict).replace(" ", "-")
+        out.append(f"<tr><td>{_e(v.criterion)}</td><td class=\"{_e(cls)}\">{_e(v.verdict)}</td>"
+                   f"<td>{_e(v.reason)}</td></tr>")
     return out + ["</tbody></table></section>"]
 
 
-def _added(bundle: AuditBundle, source: dict[str, Any]) -> str:
+def _added(bundle: AuditBundle, source: BlockRecord | SourceRecord | ClaimRecord) -> str:
     """A flag after a source no harvest stored (``bundle.added``: a page an agent added with add_page)."""
-    if not bundle.added(source.get("url"), source.get("origin")):
+    if not bundle.added(source.url, source.origin):
         return ""
     return f' <span class="flag added">{_e(ADDED_MARK)}</span>'
 
 
-def _also_at(bundle: AuditBundle, block: dict[str, Any]) -> str:
+def _also_at(bundle: AuditBundle, block: BlockRecord) -> str:
     """The other pages a block cites, each with its date (and flag)."""
     items = []
-    for src in block.get("also_at") or []:
-        if isinstance(src, dict):
-            url = str(src.get("url") or "")
-            items.append(f"{_link(url, _display(url))}{_added(bundle, src)} (last updated: "
-                         f"{_e(src.get('last_updated') or 'unknown')})")
+    for src in block.also_at:
+        items.append(f"{_link(src.url, _display(src.url))}{_added(bundle, src)} (last updated: "
+                     f"{_e(src.last_updated or 'unknown')})")
     return f'<p class="cite also">also at {"; ".join(items)}</p>' if items else ""
 
 
-def _conflicts(bundle: AuditBundle, syn: dict[str, Any]) -> list[str]:
-    conflicts = syn.get("conflicts") or []
-    agreements = syn.get("agreements") or []
+def _conflicts(bundle: AuditBundle, syn: SynthesisRecord) -> list[str]:
+    conflicts = syn.conflicts
+    agreements = syn.agreements
     out = ['<section id="conflicts"><h2>Conflicts between sources</h2>']
     if not conflicts:
         out.append('<p class="note">No two sources state different values for the same quantity.</p>')
     for c in conflicts:
         out.append('<div class="conflict-card">')
-        about = ", ".join(c.get("about") or [])
-        sides = " vs ".join(f"{_e(x.get('value'))} ({_e(x.get('last_updated') or 'undated')})"
-                            for x in (c.get("a") or {}, c.get("b") or {}))
-        out.append(f'<p><span class="flag">conflict</span> in <b>{_e(c.get("section"))}</b>, newest first: '
+        about = ", ".join(c.about)
+        sides = " vs ".join(f"{_e(x.value)} ({_e(x.last_updated or 'undated')})" for x in (c.a, c.b))
+        out.append(f'<p><span class="flag">conflict</span> in <b>{_e(c.section)}</b>, newest first: '
                    f'{sides}{" (about: " + _e(about) + ")" if about else ""}</p><ul>')
-        for side in ("a", "b"):
-            claim = c.get(side) or {}
-            url = str(claim.get("url") or "")
-            which = f"#{_e(claim.get('n'))}" if claim.get("n") else "a page no block cites:"
-            out.append(f"<li>{which} “{_e(claim.get('quote'))}” — {_link(url, _display(url))}"
-                       f"{_added(bundle, claim)} (last updated: {_e(claim.get('last_updated') or 'unknown')})</li>")
+        for claim in (c.a, c.b):
+            which = f"#{_e(claim.n)}" if claim.n else "a page no block cites:"
+            out.append(f"<li>{which} “{_e(claim.quote)}” — {_link(claim.url, _display(claim.url))}"
+                       f"{_added(bundle, claim)} (last updated: {_e(claim.last_updated or 'unknown')})</li>")
         out.append("</ul></div>")
     if agreements:
         out.append("<h3>Agreement</h3><ul>")
         for a in agreements:
-            out.append(f"<li class=\"agree\">{_e(a.get('section'))}: {_e(a.get('sources'))} sources agree on "
-                       f"{_e(a.get('value'))}</li>")
+            out.append(f"<li class=\"agree\">{_e(a.section)}: {_e(a.sources)} sources agree on {_e(a.value)}</li>")
         out.append("</ul>")
     return out + ["</section>"]
 
@@ -273,7 +266,8 @@ def _harvest(bundle: AuditBundle) -> list[str]:
 
 
 def _concepts(bundle: AuditBundle) -> list[str]:
-    routes = {str(p) for p in (bundle.synthesis.get("routes") or {}).values() if p}
+    recorded = bundle.synthesis.recorded
+    routes = {str(p) for p in (recorded.routes if recorded else {}).values() if p}
     highlight = {str(c["id"]) for c in bundle.concepts if c.get("path") in routes}
     svg = render_svg(bundle.concepts, bundle.edges, highlight)
     out = ['<section id="concepts"><h2>Concept map</h2>']

@@ -9,12 +9,15 @@ can appear): a title ``<img src=x onerror=…>`` or ``[x](javascript:…)`` is s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..evidence import display_url
 from ..evidence.results import ADDED_MARK, origin_mark
-from ..untrusted import evidence_line, markdown_escape
+from ..untrusted import evidence_line, gap_line, markdown_escape
 from .bundle import AuditBundle
+
+if TYPE_CHECKING:
+    from ..synthesis_record import BlockRecord, ClaimRecord, GapRecord, SectionRecord, SourceRecord, SynthesisRecord
 
 __all__ = ["render_md", "synthesis_markdown"]
 
@@ -31,65 +34,51 @@ def _int(value: object) -> int:
         return 0
 
 
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _mark(bundle: AuditBundle, source: dict[str, Any]) -> str:
+def _mark(bundle: AuditBundle, source: BlockRecord | SourceRecord | ClaimRecord) -> str:
     """`` (added without a harvest)`` after a source no harvest stored (``bundle.added``)."""
-    return origin_mark("add_page" if bundle.added(source.get("url"), source.get("origin")) else "harvest")
+    return origin_mark("add_page" if bundle.added(source.url, source.origin) else "harvest")
 
 
-def _block_line(bundle: AuditBundle, label: str, block: dict[str, Any]) -> str:
-    line = evidence_line(_md(label), _int(block.get("n")), str(block.get("quote") or ""),
-                         display_url(str(block.get("url") or "")), _date(block.get("last_updated")))
+def _block_line(bundle: AuditBundle, label: str, block: BlockRecord) -> str:
+    line = evidence_line(_md(label), block.n, block.quote, display_url(block.url), block.last_updated)
     line += _mark(bundle, block)
-    for src in _list(block.get("also_at")):
-        src = _dict(src)
-        line += (f"; also at {markdown_escape(display_url(str(src.get('url') or '')))}"
-                 f" (last updated: {_md(_date(src.get('last_updated')) or 'unknown')}){_mark(bundle, src)}")
+    for src in block.also_at:
+        line += (f"; also at {markdown_escape(display_url(src.url))}"
+                 f" (last updated: {_md(src.last_updated or 'unknown')}){_mark(bundle, src)}")
     return line
 
 
-def _date(value: object) -> str | None:
-    return None if value is None else str(value)
+def _gap_line(label: str, gap: GapRecord, question: str | None) -> str:
+    asked = gap.question or question
+    return gap_line(_md(label), _md(asked), gap.searched_chunks, gap.searched_pages)
 
 
-def _gap_line(label: str, gap: dict[str, Any], question: object) -> str:
-    asked = gap.get("question") or question
-    return (f'[{_md(label)} Gap] No evidence met the threshold for "{_md(asked)}" '
-            f"(searched {_int(gap.get('searched_chunks'))} chunks from {_int(gap.get('searched_pages'))} pages).")
-
-
-def _section_lines(bundle: AuditBundle, syn: dict[str, Any], section: dict[str, Any]) -> list[str]:
+def _section_lines(bundle: AuditBundle, syn: SynthesisRecord, section: SectionRecord) -> list[str]:
     """The section's conflicts (each side with its block) and agreement between its sources."""
-    title, label = section.get("title"), section.get("label") or section.get("title")
-    by_n = {_int(b.get("n")): b for b in map(_dict, _list(section.get("blocks")))}
+    title, label = section.title, section.label or section.title
+    by_n = {b.n: b for b in section.blocks}
     lines: list[str] = []
-    for c in map(_dict, _list(syn.get("conflicts"))):
-        if c.get("section") != title:
+    for c in syn.conflicts:
+        if c.section != title:
             continue
-        a, b = _dict(c.get("a")), _dict(c.get("b"))
-        about = ", ".join(_md(w) for w in _list(c.get("about")))
-        sides = " vs ".join(f"{_md(x.get('value'))} (last updated: {_md(_date(x.get('last_updated')) or 'unknown')})"
-                            for x in (a, b))
+        about = ", ".join(_md(w) for w in c.about)
+        sides = " vs ".join(f"{_md(x.value)} (last updated: {_md(x.last_updated or 'unknown')})" for x in (c.a, c.b))
         lines.append(f"[{_md(label)} Conflict] the sources disagree, newest first: {sides}"
                      + (f" (about: {about})" if about else ""))
-        for claim in (a, b):  # a block as listed; a page no block cites: its sentence, URL and date
-            block = by_n.get(_int(claim.get("n"))) if _int(claim.get("n")) else None
+        for claim in (c.a, c.b):  # a block as listed; a page no block cites: its sentence, URL and date
+            block = by_n.get(claim.n) if claim.n else None
             lines.append("  - " + (_block_line(bundle, str(label), block) if block else
-                                   f'"{_md(claim.get("quote"))}" — {_md(display_url(str(claim.get("url") or "")))} '
-                                   f"(last updated: {_md(_date(claim.get('last_updated')) or 'unknown')})"
+                                   f'"{_md(claim.quote)}" — {_md(display_url(claim.url))} '
+                                   f"(last updated: {_md(claim.last_updated or 'unknown')})"
                                    f"{_mark(bundle, claim)}"))
         lines.append("")
     said = [
-        f"{_int(g.get('sources'))} sources agree on {_md(g.get('value'))} "
-        f"({', '.join(f'#{_int(n)}' for n in _list(g.get('blocks')))})"
-        for g in map(_dict, _list(syn.get("agreements"))) if g.get("section") == title
+        f"{g.sources} sources agree on {_md(g.value)} ({', '.join(f'#{n}' for n in g.blocks)})"
+        for g in syn.agreements if g.section == title
     ]
     if said:
         lines += [f"[{_md(label)} Agreement] " + "; ".join(said), ""]
@@ -103,21 +92,19 @@ def _synthesis_lines(bundle: AuditBundle) -> list[str]:
         lines += [f"Goal: {_md(bundle.goal)}", ""]
     if bundle.notes:
         lines += [f"Notes: {_md(bundle.notes)}", ""]
-    lines += [f"Charter {_md(bundle.charter_id)} · generated {_md(syn.get('generated_at'))} · embedding model "
-              f"{_md(syn.get('embedding_model'))}", ""]
-    for s in map(_dict, bundle.sections):
-        label = str(s.get("label") or s.get("title") or "")
-        lines += [f"## {_md(s.get('title'))}", ""]
-        if s.get("question") and s.get("question") != s.get("title"):
-            lines += [f"_{_md(s.get('question'))}_", ""]
-        lines += [x for b in map(_dict, _list(s.get("blocks"))) for x in (_block_line(bundle, label, b), "")]
-        lines += [x for g in map(_dict, _list(s.get("gaps"))) for x in (_gap_line(label, g, s.get("question")), "")]
+    lines += [f"Charter {_md(bundle.charter_id)} · generated {_md(syn.generated_at)} · embedding model "
+              f"{_md(syn.embedding_model)}", ""]
+    for s in bundle.sections:
+        label = str(s.label or s.title or "")
+        lines += [f"## {_md(s.title)}", ""]
+        if s.question and s.question != s.title:
+            lines += [f"_{_md(s.question)}_", ""]
+        lines += [x for b in s.blocks for x in (_block_line(bundle, label, b), "")]
+        lines += [x for g in s.gaps for x in (_gap_line(label, g, s.question), "")]
         lines += _section_lines(bundle, syn, s)
-    verdicts = [_dict(v) for v in _list(syn.get("acceptance"))]
-    if verdicts:
+    if syn.acceptance:
         lines += ["## Acceptance criteria", ""]
-        lines += [f"- **{_md(v.get('verdict'))}**: {_md(v.get('criterion'))} — {_md(v.get('reason'))}"
-                  for v in verdicts]
+        lines += [f"- **{_md(v.verdict)}**: {_md(v.criterion)} — {_md(v.reason)}" for v in syn.acceptance]
         lines.append("")
     return lines
 

@@ -34,6 +34,7 @@ def json_markdown(text: str) -> str:
     """A synthesis JSON as the Markdown of its report (ValueError when it is not one)."""
     from pathlib import Path
 
+    from ..synthesis_record import SynthesisRecord
     from .bundle import AuditBundle
     from .report_md import synthesis_markdown
 
@@ -44,7 +45,7 @@ def json_markdown(text: str) -> str:
     if not isinstance(doc, dict) or not isinstance(doc.get("sections"), list):
         raise ValueError("not the JSON of a synthesis (no sections)")
     bundle = AuditBundle("json", Path("report.json"), str(doc.get("charter_id") or ""), str(doc.get("title") or ""),
-                         doc.get("goal"), doc)
+                         doc.get("goal"), SynthesisRecord.from_json(doc))
     return synthesis_markdown(bundle)
 
 

@@ -161,7 +161,7 @@ def _load(snap: Snapshot, mem: Any, charter_id: str, charters: list[dict[str, An
     from memory_store import ModelMismatch, get_embedder
 
     from ..files import copy_file
-    from .trail import CHARTER_FILE, write_synthesis
+    from ..trail.store import CHARTER_FILE, write_synthesis
 
     dim = int(snap.manifest.get("embedding_dim") or 0)
     rows = [
@@ -284,7 +284,7 @@ def _restore_concepts(snap: Snapshot, mem: Any, charter_id: str, harvested: dict
     for them; "none" when the snapshot had no index."""
     from memory_store.pointers import PointerRow, write_pointers
 
-    from .trail import graph_path
+    from ..trail.store import graph_path
 
     graph = (snap.concept_graph or {}).get("graph")
     if graph is not None and (snap.concept_graph or {}).get("vectors", True):
@@ -300,7 +300,7 @@ def _restore_concepts(snap: Snapshot, mem: Any, charter_id: str, harvested: dict
         return "none"
     sections: list[Any] = []
     if harvested is not None:
-        from .trail import parse_charter_text
+        from ..trail.store import parse_charter_text
 
         sections = list(parse_charter_text(harvested["text"], harvested["format"]).outputs.sections)
     from concept_index import update_from_store
@@ -319,7 +319,7 @@ def _doc_inside(text: str, fmt: str, target: Path) -> str:
 
     from ..errors import BrtError
     from ..safe_paths import charter_doc_path
-    from .trail import parse_charter_text
+    from ..trail.store import parse_charter_text
 
     try:
         charter = parse_charter_text(text, fmt)
@@ -373,7 +373,7 @@ def _renamed_charters(snap: Snapshot, charter_id: str) -> list[dict[str, Any]]:
     import yaml
 
     from ..errors import BrtError, first_line
-    from .trail import parse_charter_text, sha256_text
+    from ..trail.store import parse_charter_text, sha256_text
 
     out = []
     for rec in snap.charters:

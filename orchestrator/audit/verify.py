@@ -169,7 +169,7 @@ def verify_store(charter: Any) -> VerifyReport:
     report's ``snapshot`` is the charter file. Raises StoreNotFound when the charter has no store."""
     from ..config import open_memory
     from ..harvest.har import har_files, merged_har
-    from .trail import stored_synthesis
+    from ..trail.store import stored_synthesis
 
     mem = open_memory(charter, create=False)
     snap = _store_snapshot(charter, mem, stored_synthesis(mem))
@@ -195,7 +195,7 @@ def verify_store(charter: Any) -> VerifyReport:
 def _store_snapshot(charter: Any, mem: Any, synthesis: dict[str, Any] | None) -> Snapshot:
     """A store's pages, chunks, journal and recorded synthesis as the parts of a snapshot (no manifest)."""
     from ..harvest.journal import ADDED, page_origins
-    from .trail import charter_records, stored_charters
+    from ..trail.store import charter_records, stored_charters
 
     events = mem.events()
     origins = page_origins(events)
@@ -247,7 +247,7 @@ def _chunks(snap: Snapshot, report: VerifyReport) -> None:
 def _charter(snap: Snapshot, report: VerifyReport, charter_file: str | Path | None) -> list[str] | None:
     """Check the charter records; returns the allowlist (None when there is no charter to take it from)."""
     from ..errors import CharterError
-    from .trail import parse_charter_text, sha256_text
+    from ..trail.store import parse_charter_text, sha256_text
 
     allowed: list[str] | None = None
     for rec in snap.charters:

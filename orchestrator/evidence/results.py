@@ -4,9 +4,14 @@ document (docs/contracts.md, "Evidence blocks"). Plain records: no retrieval, no
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..synthesis_record import SynthesisRecord
+    from .judge.acceptance import Verdict
+    from .judge.conflicts import Agreement, Conflict
 
 __all__ = ["ADDED_MARK", "EvidenceBlock", "Gap", "SectionResult", "Source", "SynthesisResult", "acceptance_summary",
            "display_url", "origin_mark"]
@@ -71,10 +76,9 @@ class Gap:
 
     @property
     def markdown(self) -> str:
-        return (
-            f'[{self.label} Gap] No evidence met the threshold for "{self.question}" '
-            f"(searched {self.searched_chunks} chunks from {self.searched_pages} pages)."
-        )
+        from ..untrusted import gap_line
+
+        return gap_line(self.label, self.question, self.searched_chunks, self.searched_pages)
 
 
 @dataclass
@@ -103,51 +107,50 @@ class SynthesisResult:
     markdown: str = ""
     doc_path: Path | None = None
     json_path: Path | None = None
-    # audit (issue 14): set by orchestrator.audit.hooks.audit_synthesis
-    acceptance: list[Any] = field(default_factory=list)
-    conflicts: list[Any] = field(default_factory=list)
-    agreements: list[Any] = field(default_factory=list)
+    # audit (issue 14): set by orchestrator.evidence.judge.synthesis.audit_synthesis
+    acceptance: list[Verdict] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    agreements: list[Agreement] = field(default_factory=list)
+
+    def record(self) -> SynthesisRecord:
+        """The synthesis as its one typed record (``synthesis_record``): what its JSON, the store, the snapshot
+        and every report are made of."""
+        from ..synthesis_record import (
+            AgreementRecord,
+            BlockRecord,
+            ConflictRecord,
+            GapRecord,
+            SectionRecord,
+            SourceRecord,
+            SynthesisRecord,
+            VerdictRecord,
+        )
+
+        def block(b: EvidenceBlock) -> BlockRecord:
+            also = [SourceRecord(a.url, a.last_updated, a.chunk_id, a.quote, round(a.score, 4), a.origin)
+                    for a in b.also_at]
+            return BlockRecord(b.n, b.chunk_id, b.url, b.last_updated, round(b.score, 4), b.quote, b.query, b.heading,
+                               b.origin, also, b.markdown)
+
+        sections = [
+            SectionRecord(s.title, s.label, s.question, s.queries, [block(b) for b in s.blocks],
+                          [GapRecord(g.label, g.question, g.searched_chunks, g.searched_pages, g.reason, g.markdown)
+                           for g in s.gaps])
+            for s in self.sections
+        ]
+        # the judgements (evidence/judge) write their own JSON; the record reads it, marks kept
+        return SynthesisRecord(
+            self.charter_id, self.title, self.generated_at, self.model, self.min_score, round(self.t_synth_s, 3),
+            sections,
+            [VerdictRecord.from_json(v.to_json()) for v in self.acceptance],
+            acceptance_summary(self.acceptance),
+            [ConflictRecord.from_json(c.to_json()) for c in self.conflicts],
+            [AgreementRecord.from_json(a.to_json()) for a in self.agreements],
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "charter_id": self.charter_id,
-            "title": self.title,
-            "generated_at": self.generated_at,
-            "embedding_model": self.model,
-            "min_score": self.min_score,
-            "t_synth_s": round(self.t_synth_s, 3),
-            "sections": [
-                {
-                    "title": s.title,
-                    "label": s.label,
-                    "question": s.question,
-                    "queries": s.queries,
-                    "blocks": [
-                        {
-                            "n": b.n,
-                            "chunk_id": b.chunk_id,
-                            "url": b.url,
-                            "last_updated": b.last_updated,
-                            "score": round(b.score, 4),
-                            "quote": b.quote,
-                            "query": b.query,
-                            "heading": b.heading,
-                            "origin": b.origin,
-                            "also_at": [dict(asdict(a), score=round(a.score, 4)) for a in b.also_at],
-                            "markdown": b.markdown,
-                        }
-                        for b in s.blocks
-                    ],
-                    "gaps": [dict(asdict(g), markdown=g.markdown) for g in s.gaps],
-                }
-                for s in self.sections
-            ],
-            # audit (issue 14): set by orchestrator.audit.hooks.audit_synthesis
-            "acceptance": [v.to_json() for v in self.acceptance],
-            "acceptance_summary": acceptance_summary(self.acceptance),
-            "conflicts": [c.to_json() for c in self.conflicts],
-            "agreements": [a.to_json() for a in self.agreements],
-        }
+        """The JSON ``brt synthesize --json`` prints and the synthesis writes beside its Markdown."""
+        return self.record().to_json()
 
 
 def acceptance_summary(acceptance: list[Any]) -> dict[str, int]:

@@ -106,7 +106,7 @@ def write_kept(charter: Charter, work: Memory, kept: KeptPages, snapshot: Path) 
     """The snapshot of the kept pages at ``snapshot`` (page records, the run's events, the charter as harvested;
     no chunk) and the run's HAR beside it."""
     from .. import __version__
-    from ..audit.hooks import clean_records
+    from ..trail.hooks import clean_records
     from .har import add_provenance, har_files, merge_hars
     from .journal import render_of_pages
 

@@ -129,7 +129,7 @@ async def harvest_async(
     except StoreLocked as exc:
         raise HarvestBusy(str(exc)) from exc
     try:
-        from ..audit.hooks import after_harvest_start
+        from ..trail.hooks import after_harvest_start
 
         await asyncio.to_thread(after_harvest_start, charter, memory)  # audit: the charter as harvested
         if on_ray:
@@ -185,9 +185,8 @@ async def _harvest_kept(
     from memory_store import Memory
     from memory_store.settings import brt_home
 
-    from ..audit.hooks import after_harvest_start
-    from ..clean import default_snapshot_path
-    from ..config import embedding_model
+    from ..config import default_snapshot_path, embedding_model
+    from ..trail.hooks import after_harvest_start
     from .keep import KeptPages, keep_workdir, remove_workdir, write_kept
 
     work_dir = keep_workdir(brt_home())

@@ -445,9 +445,9 @@ def test_html_report_escapes_page_text(audit: Any, home: Path, tmp_path: Path) -
 
     bundle = load_bundle(audit.snapshot)
     evil = '<script>alert(1)</script><img src=x onerror=alert(2)> "quoted" & </blockquote>'
-    block = bundle.synthesis["sections"][0]["blocks"][0]
-    block["quote"] = evil
-    block["url"] = "javascript:alert(3)"
+    block = bundle.synthesis.sections[0].blocks[0]
+    block.quote = evil
+    block.url = "javascript:alert(3)"
     bundle.pages[0]["title"] = evil
     bundle.concepts[1]["label"] = evil
     html = render_html(bundle)
@@ -485,10 +485,10 @@ def test_csv_quoting_of_hostile_text(audit: Any) -> None:
 
     bundle = load_bundle(audit.snapshot)
     nasty = 'He said, "stop"\r\nthen left; =HYPERLINK("http://x")'
-    bundle.synthesis["sections"][0]["blocks"][0]["quote"] = nasty
+    bundle.synthesis.sections[0].blocks[0].quote = nasty
     rows = list(csv.reader(io.StringIO(render_csv(bundle), newline="")))
     assert rows[1][2] == nasty
-    bundle.synthesis["sections"][0]["blocks"][0]["quote"] = "=1+1"
+    bundle.synthesis.sections[0].blocks[0].quote = "=1+1"
     rows = list(csv.reader(io.StringIO(render_csv(bundle), newline="")))
     assert rows[1][2] == "'=1+1"
 

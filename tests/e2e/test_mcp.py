@@ -19,7 +19,7 @@ pytest.importorskip("mcp")
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
-from orchestrator.mcp_server import QUOTE_CLOSE, escape_untrusted  # noqa: E402
+from orchestrator.mcp.server import QUOTE_CLOSE, escape_untrusted  # noqa: E402
 from tests.unit.test_mcp_quoting import INJECTION, assert_quoted  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

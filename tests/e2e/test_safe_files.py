@@ -121,7 +121,7 @@ def test_cli_restore_and_synthesize_replace_a_planted_link(brt_home: Path, tmp_p
 
 
 def test_a_link_planted_between_the_check_and_the_write_is_refused(brt_home: Path, tmp_path: Path) -> None:
-    """The MCP synthesize tool's own sequence (orchestrator/mcp_server.py): check the paths, then write them
+    """The MCP synthesize tool's own sequence (orchestrator/mcp/server.py): check the paths, then write them
     within the charter's output roots. A folder swapped for a link in between (the race) is refused, and
     nothing is written through it."""
     from orchestrator.errors import BrtError

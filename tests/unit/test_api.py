@@ -78,7 +78,7 @@ def test_one_hit_json_for_the_cli_and_the_mcp_server():
 
 def test_mcp_quoting_goes_through_the_same_builder():
     pytest.importorskip("mcp")
-    from orchestrator.mcp_server import QUOTE_CLOSE, quote_untrusted
+    from orchestrator.mcp.server import QUOTE_CLOSE, quote_untrusted
 
     doc = service.hit_json(_hit(), quote=quote_untrusted)
     for key in ("text", "title", "snippet"):

@@ -1,9 +1,10 @@
 """The code's shape, checked on every run: no import cycle between project modules (function-local and
 type-checking imports count), no private name imported from another module, the layering
-``orchestrator -> concept_index -> memory_store`` (never back), ``BRT_*`` variables read in one module only, and no
-function more complex than McCabe 15 (ruff's C901) outside a short allow-list, and the code's citations of the
-contracts pointing at sections of docs/contracts.md (never at a DESIGN file the repository does not hold). Pure AST,
-text and ruff: nothing of the project is imported."""
+``orchestrator -> concept_index -> memory_store`` (never back), the floors inside ``orchestrator`` (base < trail <
+stages < audit < service < shells: no stage imports the audit, no import runs back up a floor), ``BRT_*``
+variables read in one module only, and no function more complex than McCabe 15 (ruff's C901) outside a short
+allow-list, and the code's citations of the contracts pointing at sections of docs/contracts.md (never at a DESIGN
+file the repository does not hold). Pure AST, text and ruff: nothing of the project is imported."""
 
 from __future__ import annotations
 
@@ -232,6 +233,78 @@ def test_the_checks_see_the_project():
     # a cycle and a private import are found when present
     assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b"]]
     assert _private("_x") and not _private("__version__")
+
+
+
+# -- rooms inside orchestrator: each stage a room, the audit above the stages, the shells on top -----------------
+
+#: The floors of ``orchestrator``, lowest first: a module may import its own floor or a lower one, never a higher.
+#: Each entry is a module or a package (all below it). Every orchestrator module must stand on one floor.
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("orchestrator", "orchestrator.api", "orchestrator.errors", "orchestrator.url_safety",
+              "orchestrator.untrusted", "orchestrator.files", "orchestrator.safe_paths", "orchestrator.config",
+              "orchestrator.charter", "orchestrator.charter_syntax", "orchestrator.charter_starter",
+              "orchestrator.progress", "orchestrator.terminal", "orchestrator.formats",
+              "orchestrator.synthesis_record")),
+    ("trail", ("orchestrator.trail",)),
+    ("stages", ("orchestrator.harvest", "orchestrator.evidence", "orchestrator.synthesize", "orchestrator.clean")),
+    ("audit", ("orchestrator.audit",)),
+    ("service", ("orchestrator.service", "orchestrator.evaluate", "orchestrator.doctor", "orchestrator.demo",
+                 "orchestrator.browser_mcp")),
+    ("shells", ("orchestrator.cli", "orchestrator.mcp")),
+)
+#: The stages: a synthesis, a harvest or a clean never reaches into the audit (it calls the trail below it).
+STAGES = dict(FLOORS)["stages"]
+#: Imports allowed to run back up a floor: ``importer -> target``. Nothing may be added.
+CLIMB_ALLOWED: frozenset[str] = frozenset()
+
+
+def floor_of(module: str, floors: tuple[tuple[str, tuple[str, ...]], ...] = FLOORS) -> int | None:
+    """The floor (index in ``floors``) of an orchestrator module: its longest listed prefix decides."""
+    best: tuple[int, int] | None = None  # (prefix length, floor)
+    for level, (_, rooms) in enumerate(floors):
+        for room in rooms:
+            if (module == room or module.startswith(room + ".")) and (best is None or len(room) > best[0]):
+                best = (len(room), level)
+    return best[1] if best else None
+
+
+def climbing_imports(imports: list[Import], floors: tuple[tuple[str, tuple[str, ...]], ...] = FLOORS) -> list[str]:
+    """``importer:line imports target (floor -> floor)`` of every import from a lower floor to a higher one."""
+    names = [name for name, _ in floors]
+    out = []
+    for imp in imports:
+        src, dst = floor_of(imp.importer, floors), floor_of(imp.target, floors)
+        if src is not None and dst is not None and dst > src:
+            out.append(f"{imp.importer}:{imp.line} imports {imp.target} ({names[src]} -> {names[dst]})")
+    return out
+
+
+def test_every_orchestrator_module_stands_on_a_floor():
+    lost = [name for name in project_files() if name.startswith("orchestrator") and floor_of(name) is None]
+    assert not lost, f"place these modules on a floor of FLOORS: {lost}"
+
+
+def test_no_stage_imports_audit():
+    bad = [f"{imp.importer}:{imp.line} imports {imp.target}" for imp in all_imports()
+           if any(imp.importer == s or imp.importer.startswith(s + ".") for s in STAGES)
+           and (imp.target == "orchestrator.audit" or imp.target.startswith("orchestrator.audit."))]
+    assert not bad, "a stage calls the trail (orchestrator.trail), never the audit:\n" + "\n".join(bad)
+
+
+def test_no_import_runs_back_up_a_floor():
+    found = climbing_imports(all_imports())
+    bad = [f for f in found if f.split(":")[0] + " -> " + f.split(" imports ")[1].split(" ")[0] not in CLIMB_ALLOWED]
+    assert not bad, "imports that run back up a floor (move the code down, or pass it in):\n" + "\n".join(bad)
+
+
+def test_the_floor_checks_see_a_climb():
+    floors = (("low", ("orchestrator.a",)), ("high", ("orchestrator.b",)))
+    down = Import("orchestrator.b.x", "orchestrator.a", ("f",), 3)
+    up = Import("orchestrator.a.y", "orchestrator.b.z", (), 7)
+    assert climbing_imports([down, up], floors) == ["orchestrator.a.y:7 imports orchestrator.b.z (low -> high)"]
+    assert floor_of("orchestrator.evidence.judge.acceptance") == floor_of("orchestrator.synthesize")
+    assert floor_of("orchestrator.trail.store") < floor_of("orchestrator.harvest.run") < floor_of("orchestrator.audit")
 
 
 # -- settings: the environment is read in one place ------------------------------------------------------------

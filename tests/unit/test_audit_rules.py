@@ -70,8 +70,8 @@ def test_charter_init_titles_read_as_titles(tmp_path: Path, question: str, title
 
 
 def test_quantities_and_conflicts_unit() -> None:
-    from orchestrator.audit.conflicts import SectionBlocks, find_conflicts
-    from orchestrator.audit.quantities import quantities
+    from orchestrator.evidence.judge.conflicts import SectionBlocks, find_conflicts
+    from orchestrator.evidence.judge.quantities import quantities
 
     kinds = {q.text: (q.kind, q.value) for q in quantities(
         "Revenue rose 12% to $4.2 million on November 18, 2019; 28 close contacts of a 55-year-old hunter "
@@ -109,7 +109,7 @@ def test_quantities_and_conflicts_unit() -> None:
 
 
 def test_a_page_no_block_cites_can_conflict_and_the_newest_side_comes_first() -> None:
-    from orchestrator.audit.conflicts import SectionBlocks, find_conflicts
+    from orchestrator.evidence.judge.conflicts import SectionBlocks, find_conflicts
 
     old = "The city's bike share has 650 bikes at 80 stations across the old town."
     new = "The city's bike share now has 700 bikes at 80 stations across the old town."
@@ -157,7 +157,7 @@ def test_quote_in_chunk_follows_the_evidence_contract() -> None:
 def test_charter_init_checks_the_id_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
     """The id names the starter's file: it is checked byte for byte, never tidied into a valid one first
     (issue 41.7: a trailing newline, a tab or an ideographic space is an error)."""
-    from orchestrator.audit.starter import charter_init
+    from orchestrator.charter_starter import charter_init
     from orchestrator.errors import CharterError
 
     monkeypatch.chdir(tmp_path)
@@ -172,7 +172,7 @@ def test_charter_init_checks_the_id_as_given(tmp_path: Path, monkeypatch: pytest
 def test_charter_init_names_the_file_after_the_id_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import yaml
 
-    from orchestrator.audit.starter import charter_init
+    from orchestrator.charter_starter import charter_init
 
     monkeypatch.chdir(tmp_path)
     done = charter_init("How deep is the harbour?", ["https://harbour.example/"], charter_id="harbour_depth")

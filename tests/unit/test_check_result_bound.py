@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from orchestrator.audit.check import CheckReport, ClaimResult, Evidence, Problem, QuoteCheck  # noqa: E402
-from orchestrator.audit.mcp_tools import CHECK_RESULT_CHARS, check_result  # noqa: E402
+from orchestrator.mcp.audit_tools import CHECK_RESULT_CHARS, check_result  # noqa: E402
 from orchestrator.untrusted import agent_document  # noqa: E402
 
 LONG = "The harbour office is open every day of the week, including Sundays and public holidays. " * 8

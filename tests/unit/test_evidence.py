@@ -14,11 +14,11 @@ from orchestrator.charter import Section
 from orchestrator.errors import EvidenceModelError
 from orchestrator.evidence import EvidenceBlock, Gap, display_url, load_scorer, signature_queries
 from orchestrator.evidence.features import FEATURES, SectionVectors, featurize, with_reader
+from orchestrator.evidence.judge.relevance import mentions, named_subjects
 from orchestrator.evidence.queries import analyse
 from orchestrator.evidence.scorer import DEFAULT_SCORER, MANIFEST, recorded_sha256
 from orchestrator.evidence.select import Scored, same_facts, select
 from orchestrator.evidence.spans import MAX_QUOTE_WORDS, candidate_spans, clip_around
-from orchestrator.relevance import mentions, named_subjects
 
 
 def _hit(text: str, url: str = "https://a.example/p", cid: str = "sha256:c", score: float = 0.5):

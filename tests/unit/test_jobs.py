@@ -1,4 +1,4 @@
-"""Background jobs (orchestrator/jobs.py), as pure logic: the harvest is replaced by a coroutine that reports
+"""Background jobs (orchestrator/mcp/jobs.py), as pure logic: the harvest is replaced by a coroutine that reports
 progress and sleeps, so these check the job states, the refusal of a second harvest of a charter, cancelling
 (also before the harvest's task exists), failures and polling, without a browser or a model. The real harvest
 over MCP is tests/e2e/test_mcp_jobs.py."""
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import HarvestBusy, HarvestError, JobNotFound
-from orchestrator.jobs import Jobs
+from orchestrator.mcp.jobs import Jobs
 
 
 class _Report:
@@ -50,7 +50,7 @@ def fake_harvest(monkeypatch):
         return _Report(charter.id, state["nothing_stored"])
 
     monkeypatch.setattr(harvest_pkg, "harvest_async", fake)
-    monkeypatch.setattr("orchestrator.jobs._store_after", lambda charter: {"exists": True})
+    monkeypatch.setattr("orchestrator.mcp.jobs._store_after", lambda charter: {"exists": True})
     return state
 
 

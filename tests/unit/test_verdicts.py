@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from orchestrator import errors
 from orchestrator.cli import ADVICE as CLI_ADVICE
 from orchestrator.cli import cli
-from orchestrator.mcp_guard import ADVICE as MCP_ADVICE
+from orchestrator.mcp.guard import ADVICE as MCP_ADVICE
 from orchestrator.untrusted import QUOTE_CLOSE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +85,7 @@ def test_every_way_out_is_worded_by_both_shells_in_their_own_terms():
 
 def test_an_mcp_error_with_advice_names_mcp_arguments_outside_the_quotes():
     from orchestrator.audit.errors import RestoreError
-    from orchestrator.mcp_guard import library_error, tool_error_text
+    from orchestrator.mcp.guard import library_error, tool_error_text
 
     exists = tool_error_text("restore", library_error(RestoreError("a store for charter 'x' exists at /h/x",
                                                                    advice="restore_id")))
@@ -98,8 +98,8 @@ def test_an_mcp_error_with_advice_names_mcp_arguments_outside_the_quotes():
 
 
 def _call(tool: str, arguments: dict) -> str:
-    from orchestrator.jobs import Jobs
-    from orchestrator.mcp_server import build_server
+    from orchestrator.mcp.jobs import Jobs
+    from orchestrator.mcp.server import build_server
 
     server = build_server(Jobs())
 

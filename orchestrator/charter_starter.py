@@ -17,7 +17,7 @@ from pathlib import Path
 
 from memory_store.text import SLUG_STOP_WORDS
 
-from ..errors import CharterError
+from .errors import CharterError, StarterExists
 
 __all__ = ["StarterCharter", "charter_init", "starter_text"]
 
@@ -73,7 +73,7 @@ def _cut(text: str) -> str:
 
 
 def _domain(url: str, field: str) -> str:
-    from ..url_safety import web_url
+    from .url_safety import web_url
 
     parts = web_url(url)  # the host the browser reads (WHATWG), http(s) only
     if parts is None:
@@ -90,7 +90,7 @@ def _domain(url: str, field: str) -> str:
 def _check_id(charter_id: str) -> None:
     """CharterError naming ``id`` unless ``charter_id`` is an id exactly as given (a trailing newline, a tab or an
     ideographic space is an error, not whitespace to drop: the starter's file is named after it)."""
-    from ..charter import CHARTER_ID_RE
+    from .charter import CHARTER_ID_RE
 
     if not isinstance(charter_id, str) or not CHARTER_ID_RE.match(charter_id):
         raise CharterError("<charter init>", [("id", f"{charter_id!r} must match [a-z0-9][a-z0-9_-]{{0,63}} exactly "
@@ -111,7 +111,7 @@ def starter_text(
     sections: list[str] | None = None,
 ) -> tuple[str, str]:
     """(charter id, commented YAML text) of a starter charter; raises CharterError on bad input."""
-    from ..charter import parse_charter
+    from .charter import parse_charter
 
     question = " ".join(question.split())
     if not question:
@@ -192,12 +192,11 @@ def charter_init(
     symlinked folder below these roots)."""
     import os
 
-    from ..files import write_file
-    from .errors import AuditError
+    from .files import write_file
 
     cid, text = starter_text(question, urls, charter_id=charter_id, title=title, sections=sections)
     path = Path(out).expanduser() if out is not None else Path.cwd() / f"{cid}.yaml"
     if os.path.lexists(path) and not force:
-        raise AuditError(f"{path} exists", advice="init_exists")
+        raise StarterExists(f"{path} exists", advice="init_exists")
     path = write_file(path, text, within=within)
     return StarterCharter(cid, text, path)

@@ -1,5 +1,5 @@
 """brt's MCP tools for audits: ``verify``, ``restore``, ``report``, ``list_charters``, ``charter_init`` and
-``check_report``, thin wrappers over this package, registered by ``orchestrator.mcp_server``. Like every tool
+``check_report``, thin wrappers over ``orchestrator.audit``, registered by ``orchestrator.mcp.server``. Like every tool
 there, they only parse arguments and render; their results go through ``untrusted.agent_document`` (through
 ``result``), so text from pages, snapshots and reports (failure messages name harvested URLs, a snapshot names
 its charter, a report's claims are an agent's draft) reaches the agent quoted, and a report is written to a file
@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from ..mcp_schemas import CatalogOut, CharterInitOut, CheckOut, ReportOut, RestoreOut, VerifyOut
+from ..formats import ReportFormat, suffix
 from ..untrusted import trusted
+from .schemas import CatalogOut, CharterInitOut, CheckOut, ReportOut, RestoreOut, VerifyOut
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -31,7 +32,7 @@ def register_audit_tools(
     result: Callable[[dict[str, Any]], CallToolResult],
     tool_error: Callable[[str], Exception],
 ) -> None:
-    """Add the audit tools to brt's MCP server (``mcp_server.build_server``), which lends its ways to run a
+    """Add the audit tools to brt's MCP server (``server.build_server``), which lends its ways to run a
     blocking call (``call``), to build a result (``result``) and to refuse bad input (``tool_error``)."""
     from mcp_types import ToolAnnotations
 
@@ -59,7 +60,7 @@ def register_audit_tools(
         snapshot_path: Annotated[str, Field(description="Path of the snapshot (.jsonl).", min_length=1)],
         check_har: Annotated[bool, Field(description="Also check the HAR beside the snapshot.")] = True,
     ) -> Annotated[CallToolResult, VerifyOut]:
-        from .verify import verify as run_verify
+        from ..audit.verify import verify as run_verify
 
         path = snapshot_file(snapshot_path)
         report = await call(lambda: run_verify(path, check_har=check_har))
@@ -82,7 +83,7 @@ def register_audit_tools(
             str | None, Field(description="Restore under this charter id (default: the snapshot's).")
         ] = None,
     ) -> Annotated[CallToolResult, RestoreOut]:
-        from .restore import restore as run_restore
+        from ..audit.restore import restore as run_restore
 
         path = snapshot_file(snapshot_path)
         done = await call(lambda: run_restore(path, new_id=charter_id))
@@ -105,7 +106,7 @@ def register_audit_tools(
             str, Field(description="A charter file (.yaml/.yml/.json) or a snapshot (.jsonl).", min_length=1)
         ],
         format: Annotated[  # noqa: A002 - the tool's argument name
-            Literal["html", "csv", "md"], Field(description="html (one offline page), csv or md.")
+            ReportFormat, Field(description="html (one offline page), csv or md.")
         ] = "html",
         check_path: Annotated[
             str | None, Field(description="A Markdown report (.md) to check against the source (HTML only).")
@@ -127,7 +128,7 @@ def register_audit_tools(
         annotations=read_only,
     )
     async def list_charters() -> Annotated[CallToolResult, CatalogOut]:
-        from .catalog import ls
+        from ..audit.catalog import ls
 
         catalog = await call(ls)
         return result(catalog.to_json())
@@ -150,9 +151,9 @@ def register_audit_tools(
         write: Annotated[bool, Field(description="Write the file (false: only return the text).")] = True,
         overwrite: Annotated[bool, Field(description="Replace an existing charter of that id.")] = False,
     ) -> Annotated[CallToolResult, CharterInitOut]:
+        from ..charter_starter import charter_init as run_init
+        from ..charter_starter import starter_text
         from ..config import brt_home
-        from .starter import charter_init as run_init
-        from .starter import starter_text
 
         def run() -> dict[str, Any]:
             cid, text = starter_text(question, urls, charter_id=charter_id, title=title, sections=sections)
@@ -240,8 +241,8 @@ def check_result(done: Any, which: str = "failing", offset: int = 0, limit: int 
     ``limit`` characters; ``more`` says how many were left out and ``next_offset`` where to go on."""
     import json
 
+    from ..audit.check import claim_brief, summary_json
     from ..untrusted import agent_document, quote_untrusted, safe_url
-    from .check import claim_brief, summary_json
 
     doc = summary_json(done, quote_untrusted)
     pool = [c for c in done.claims if not c.ok] if which == "failing" else list(done.claims)
@@ -279,10 +280,10 @@ def _report_path(home: Path, name: str) -> Path:
 def _write_report(source: Path, fmt: str, check_path: str | None) -> dict[str, Any]:
     """Write the report (or the check's HTML view) of ``source`` under ``$BRT_HOME/reports``, never over a file
     brt did not write and never through a link; returns what the ``report`` tool says of it."""
+    from ..audit.bundle import load_bundle
+    from ..audit.report import check_view, write_report
     from ..config import brt_home
     from ..safe_paths import record_written
-    from .bundle import load_bundle
-    from .report import check_view, write_report
 
     home = brt_home()
     if check_path is not None:
@@ -296,7 +297,7 @@ def _write_report(source: Path, fmt: str, check_path: str | None) -> dict[str, A
                           **done.check.rates()}}
     bundle = load_bundle(source)
     name = source.stem if bundle.origin == "snapshot" else bundle.charter_id
-    done = write_report(bundle, fmt=fmt, out=_report_path(home, f"{name}.{fmt}"), within=[home])
+    done = write_report(bundle, fmt=fmt, out=_report_path(home, f"{name}{suffix(fmt)}"), within=[home])
     record_written([done.path])
     sections = bundle.sections
     return {
@@ -306,8 +307,8 @@ def _write_report(source: Path, fmt: str, check_path: str | None) -> dict[str, A
         "path": str(done.path),
         "bytes": done.path.stat().st_size if done.path else 0,
         "sections": len(sections),
-        "blocks": sum(len(s.get("blocks") or []) for s in sections),
-        "gaps": sum(len(s.get("gaps") or []) for s in sections),
+        "blocks": sum(len(s.blocks) for s in sections),
+        "gaps": sum(len(s.gaps) for s in sections),
     }
 
 

@@ -118,7 +118,7 @@ class Agreement:
 def page_key(url: str) -> str:
     """The page a URL stands for however it is spelled (WHATWG: host case, default port, dot segments; the
     path without a trailing slash, the query)."""
-    from ..url_safety import parse
+    from ...url_safety import parse
 
     parts = parse(url)
     if parts is None:

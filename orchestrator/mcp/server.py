@@ -18,14 +18,14 @@ Tools (each takes the path of a charter file, resolved against the server's work
 
 Prompts ``harvest``, ``synthesize``, ``clean`` and ``check`` (MCP clients show them as slash commands). The audit
 tools (``verify``, ``restore``, ``report``, ``list_charters``, ``charter_init``, ``check_report``) are in
-``orchestrator/audit/mcp_tools.py``; the evidence resources ``brt://charters/{id}/sections/{n}`` in
-``orchestrator/mcp_resources.py``. Every tool declares its output schema (``orchestrator/mcp_schemas.py``).
+``orchestrator/mcp/audit_tools.py``; the evidence resources ``brt://charters/{id}/sections/{n}`` in
+``orchestrator/mcp/resources.py``. Every tool declares its output schema (``orchestrator/mcp/schemas.py``).
 
 Page text is untrusted. Every result, a resource's included, is built by ``untrusted.agent_document`` (keys and
 values walked): a string taken from a page, a server, a snapshot or a report reaches the agent only inside
 :func:`quote_untrusted`'s delimiters, with any run of three or more ``<`` or ``>`` inside the text escaped (a
 backslash after every second bracket), so a page can neither close the quote nor open a new one. Errors,
-argument limits (every tool's, and a resource URI's) and the attach opt-in: ``mcp_guard.py``. Results are one
+argument limits (every tool's, and a resource URI's) and the attach opt-in: ``guard.py``. Results are one
 JSON document (text content, and the same as structured content).
 """
 
@@ -42,8 +42,18 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from .mcp_guard import OwnToolError, PageToolError, attach_allowed, check_attach, library_error, run_blocking
-from .mcp_schemas import (
+from ..untrusted import (
+    QUOTE_CLOSE,
+    QUOTE_OPEN,
+    agent_document,
+    agent_report,
+    escape_untrusted,
+    quote_untrusted,
+    safe_url,
+    trusted,
+)
+from .guard import OwnToolError, PageToolError, attach_allowed, check_attach, library_error, run_blocking
+from .schemas import (
     AddPageOut,
     CharterOut,
     CleanOut,
@@ -54,19 +64,9 @@ from .mcp_schemas import (
     StatusOut,
     SynthesisOut,
 )
-from .untrusted import (
-    QUOTE_CLOSE,
-    QUOTE_OPEN,
-    agent_document,
-    agent_report,
-    escape_untrusted,
-    quote_untrusted,
-    safe_url,
-    trusted,
-)
 
 if TYPE_CHECKING:
-    from .charter import Charter
+    from ..charter import Charter
     from .jobs import Job, Jobs
 
 __all__ = [
@@ -96,12 +96,12 @@ INSTRUCTIONS = (
 
 
 def _tool_error(message: str) -> Exception:
-    """A refusal in brt's own words (``mcp_guard.OwnToolError``): no page, server or snapshot text in it."""
+    """A refusal in brt's own words (``guard.OwnToolError``): no page, server or snapshot text in it."""
     return OwnToolError(message)
 
 
 def _load(path: str) -> "Charter":
-    from . import service
+    from .. import service
 
     if not isinstance(path, str) or not path.strip():
         raise _tool_error("charter_path must be the path of a charter file (YAML or JSON)")
@@ -119,9 +119,9 @@ async def _call(fn: Callable[[], T]) -> T:
 
     from memory_store.errors import MemoryStoreError
 
-    from .errors import BrtError
+    from ..errors import BrtError
 
-    try:  # a client that went away does not wait on the thread (mcp_guard.run_blocking)
+    try:  # a client that went away does not wait on the thread (guard.run_blocking)
         return await run_blocking(fn)
     except ToolError:
         raise
@@ -272,7 +272,7 @@ def _tool(*, title: str, description: str, annotations: ToolAnnotations) -> Call
 
 class BrtTools:
     """brt's core MCP tools, one method each; harvests run as ``jobs``; ``attach``: whether ``harvest`` may attach
-    to a running browser (``mcp_guard.attach_allowed``)."""
+    to a running browser (``guard.attach_allowed``)."""
 
     def __init__(self, jobs: "Jobs", *, attach: bool = False):
         self.jobs = jobs
@@ -289,7 +289,7 @@ class BrtTools:
         path: Annotated[str, Field(description="Path of the charter file (YAML or JSON).", min_length=1)],
     ) -> Annotated[CallToolResult, CharterOut]:
         def validate() -> "Charter":
-            from . import service
+            from .. import service
 
             _load(path)  # a path that is not one: brt's own refusal
             return service.validate(path)  # what harvest and synthesize (without out) refuse, with their message
@@ -428,7 +428,7 @@ class BrtTools:
             str | None, Field(description="The page's last-updated date, YYYY-MM-DD.", pattern=r"^\d{4}-\d{2}-\d{2}$")
         ] = None,
     ) -> Annotated[CallToolResult, AddPageOut]:
-        from .harvest.pages import ingest_page
+        from ..harvest.pages import ingest_page
 
         charter = await _call(lambda: _load(charter_path))
         if (html is None) == (text is None):
@@ -466,7 +466,7 @@ class BrtTools:
             str | None, Field(description="Only chunks under this concept path (concept index), e.g. 'A > B'.")
         ] = None,
     ) -> Annotated[CallToolResult, SearchOut]:
-        from . import service
+        from .. import service
 
         charter = await _call(lambda: _load(charter_path))
         hits = await _call(
@@ -498,7 +498,7 @@ class BrtTools:
                     "the concept index is not available in this version of brt (concept_index.ConceptIndex "
                     f"cannot be imported: {exc})"
                 ) from exc
-            from . import service
+            from .. import service
 
             memory = service.open_store(charter, next_step=_next_step(charter))
             try:
@@ -545,13 +545,13 @@ class BrtTools:
             str | None, Field(description="Markdown path to write (default: the charter's outputs.doc).")
         ] = None,
     ) -> Annotated[CallToolResult, SynthesisOut]:
-        from . import service
-        from .synthesize import synthesize as run_synthesize
+        from .. import service
+        from ..synthesize import synthesize as run_synthesize
 
         charter = await _call(lambda: _load(charter_path))
 
         def run() -> Any:
-            from .safe_paths import agent_output_paths, output_roots, record_written
+            from ..safe_paths import agent_output_paths, output_roots, record_written
 
             service.require_store(charter, next_step=_next_step(charter))
             paths = agent_output_paths(charter, out, kind="synthesize")  # confined, no foreign overwrite
@@ -576,13 +576,13 @@ class BrtTools:
         snapshot: Annotated[str | None, Field(description="Snapshot path (default under $BRT_HOME/snapshots).")] = None,
         no_vectors: Annotated[bool, Field(description="Leave embeddings out of the snapshot.")] = False,
     ) -> Annotated[CallToolResult, CleanOut]:
-        from . import service
-        from .clean import clean as run_clean
+        from .. import service
+        from ..clean import clean as run_clean
 
         charter = await _call(lambda: _load(charter_path))
 
         def run() -> Any:
-            from .safe_paths import agent_output_paths, output_roots, record_written
+            from ..safe_paths import agent_output_paths, output_roots, record_written
 
             service.require_store(charter, next_step=_next_step(charter))
             paths = agent_output_paths(charter, snapshot, kind="clean")  # confined, no foreign overwrite
@@ -600,7 +600,7 @@ class BrtTools:
         annotations=READ_ONLY,
     )
     async def status(self, charter_path: CharterPath) -> Annotated[CallToolResult, StatusOut]:
-        from . import service
+        from .. import service
 
         charter = await _call(lambda: _load(charter_path))
         doc = (await _call(lambda: service.status(charter))).to_json()
@@ -679,10 +679,10 @@ def build_server(jobs: "Jobs | None" = None, *, allow_attach: bool | None = None
     """The brt MCPServer with its tools, resources and prompts (not started); harvests run as ``jobs``.
     ``allow_attach`` (default: ``BRT_MCP_ALLOW_ATTACH``) lets ``harvest`` attach to a running browser
     (``browser_url``)."""
-    from . import __version__
-    from .audit.mcp_tools import register_audit_tools
+    from .. import __version__
+    from .audit_tools import register_audit_tools
     from .jobs import Jobs
-    from .mcp_resources import BrtServer, register_resources
+    from .resources import BrtServer, register_resources
 
     jobs = jobs if jobs is not None else Jobs(report_view=agent_report)  # page text quoted for agents
     server = BrtServer(name="brt", title="brt: browser research", version=__version__, instructions=INSTRUCTIONS)

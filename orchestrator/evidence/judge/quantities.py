@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from memory_store.text import CONTEXT_STOP_WORDS, MONTHS, WEEKDAYS, singular
 
-from ..relevance import named_subjects
+from .relevance import named_subjects
 
 __all__ = [
     "Quantity", "context_similarity", "names_compatible", "names_overlap", "quantities", "same_value",

@@ -11,8 +11,8 @@
 - ``charter``: one per distinct charter text: ``charter_id``, ``sha256`` (of ``text``, UTF-8), ``text``,
   ``format`` (yaml or json), ``source`` (the file it was read from), ``roles`` (harvest, synthesize, clean),
   ``recorded_at`` (its first use);
-- ``synthesis``: the last synthesis (as ``brt synthesize --json`` prints it, plus ``charter_sha256``,
-  ``routes`` and ``markdown``);
+- ``synthesis``: the last synthesis (``synthesis_record.SynthesisRecord``'s JSON: as ``brt synthesize --json``
+  prints it, plus ``charter_sha256``, ``routes``, the files written and ``markdown``);
 - ``concept_graph``: the concept index as stored (``graph``: nodes, edges, events, page signatures; node
   vectors left out with ``--no-vectors``) and ``concept_pointer``: one per pointer row (node -> chunk), so a
   restore routes exactly as the harvested store did.
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from memory_store import Memory
 
     from ..charter import Charter
-    from ..evidence import SynthesisResult
+    from ..synthesis_record import SynthesisRecord
 
 log = logging.getLogger(__name__)
 
@@ -158,19 +158,21 @@ def charter_records(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def record_synthesis(
-    charter: Charter, result: SynthesisResult, memory: Memory, routes: dict[int, str | None] | None = None
+    charter: Charter, record: SynthesisRecord, memory: Memory, routes: dict[int, str | None] | None = None
 ) -> Path:
-    """Keep ``result`` as the store's last synthesis (``<store>/synthesis.json``)."""
+    """Keep ``record`` as the store's last synthesis (``<store>/synthesis.json``), with the sha256 of the
+    charter it answered and each section's concept route (its files and Markdown: ``record.recorded``)."""
+    from dataclasses import replace
+
+    from ..synthesis_record import Recorded
+
     sha = record_charter(charter, memory, "synthesize")
-    doc = result.to_json()
-    doc["charter_sha256"] = sha
-    doc["routes"] = {
-        s.title: (routes or {}).get(i) for i, s in enumerate(charter.outputs.sections)
-    }
-    doc["doc_path"] = str(result.doc_path) if result.doc_path else None
-    doc["json_path"] = str(result.json_path) if result.json_path else None
-    doc["markdown"] = result.markdown
-    return write_synthesis(memory, doc)
+    kept = replace(
+        record.recorded or Recorded(),
+        charter_sha256=sha,
+        routes={s.title: (routes or {}).get(i) for i, s in enumerate(charter.outputs.sections)},
+    )
+    return write_synthesis(memory, replace(record, recorded=kept).to_json())
 
 
 def write_synthesis(memory: Memory, doc: dict[str, Any]) -> Path:

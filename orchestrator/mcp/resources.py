@@ -9,7 +9,7 @@ citation, quotes as quoted untrusted page text, gaps), with the charter id, the 
 conflicts and agreements of that section, built by ``untrusted.agent_document`` like every tool's result (keys
 and values walked: text from a page quoted). The list is read from the stores each time a client asks, so a new
 synthesis or a ``clean`` shows at once; stores on object storage (``memory.uri``) are not listed. A resource URI
-is bounded like a tool's string argument (``mcp_guard.MAX_ARG_CHARS``).
+is bounded like a tool's string argument (``guard.MAX_ARG_CHARS``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp_types import Resource
 
-from .mcp_guard import MAX_ARG_CHARS, GuardedServer, run_blocking
+from .guard import MAX_ARG_CHARS, GuardedServer, run_blocking
 
 __all__ = ["SECTION_URI", "BrtServer", "evidence_resources", "register_resources", "section_document"]
 
@@ -34,7 +34,7 @@ _CHARTER_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
 class BrtServer(GuardedServer):
-    """brt's MCP server (``mcp_guard.GuardedServer``: every tool's arguments bounded, every error through the
+    """brt's MCP server (``guard.GuardedServer``: every tool's arguments bounded, every error through the
     guard): the registered resources and, read from the stores at each listing, one resource per section of
     every charter's last synthesis. A resource URI longer than a tool's string argument may be is refused."""
 
@@ -52,8 +52,8 @@ def _synthesis_of(charter_id: str) -> dict[str, Any] | None:
     """The last synthesis of the charter's store under ``$BRT_HOME/memory``, or None."""
     from memory_store import Memory
 
-    from .audit.trail import stored_synthesis
-    from .config import memory_basepath
+    from ..config import memory_basepath
+    from ..trail.store import stored_synthesis
 
     base = memory_basepath()
     if not _CHARTER_ID.match(charter_id) or not (base / charter_id / "meta.json").is_file():
@@ -67,7 +67,7 @@ def _synthesis_of(charter_id: str) -> dict[str, Any] | None:
 
 def _syntheses() -> list[tuple[str, dict[str, Any]]]:
     """(charter id, last synthesis) of every store under ``$BRT_HOME/memory`` that has one."""
-    from .config import memory_basepath
+    from ..config import memory_basepath
 
     base = memory_basepath()
     if not base.is_dir():
@@ -78,7 +78,7 @@ def _syntheses() -> list[tuple[str, dict[str, Any]]]:
 
 def evidence_resources() -> list[Resource]:
     """One resource per section of every stored synthesis."""
-    from .untrusted import escape_untrusted
+    from ..untrusted import escape_untrusted
 
     out = []
     for charter_id, synthesis in _syntheses():
@@ -99,8 +99,8 @@ def evidence_resources() -> list[Resource]:
 def section_document(charter_id: str, n: int) -> dict[str, Any]:
     """The resource of section ``n`` (1-based) of the charter's last synthesis, as ``untrusted.agent_document``
     builds it (ResourceNotFoundError when the store, its synthesis or the section does not exist)."""
-    from . import service
-    from .untrusted import agent_document, quote_untrusted, safe_url
+    from .. import service
+    from ..untrusted import agent_document, quote_untrusted, safe_url
 
     synthesis = _synthesis_of(charter_id) or {}
     sections = synthesis.get("sections") or []

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from memory_store.text import CRITERION_STOP_WORDS, singular
 
-from ..relevance import mentions, named_subjects
-from ..untrusted import trusted
+from ...untrusted import trusted
+from .relevance import mentions, named_subjects
 
 if TYPE_CHECKING:
     from memory_store import Embedder
@@ -257,7 +257,7 @@ def _cite(supports: list[Support]) -> str:
 
 
 def _short(url: str) -> str:
-    from ..url_safety import parse
+    from ...url_safety import parse
 
     parts = parse(url)
     if parts is None:

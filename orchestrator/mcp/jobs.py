@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memory_store.clock import now
 
-from .errors import BrtError, HarvestBusy, JobNotFound
-from .progress import NullProgress, ProgressSink
+from ..errors import BrtError, HarvestBusy, JobNotFound
+from ..progress import NullProgress, ProgressSink
 
 if TYPE_CHECKING:
-    from .charter import Charter
+    from ..charter import Charter
 
 __all__ = ["Job", "JobProgress", "JobState", "Jobs"]
 
@@ -204,7 +204,7 @@ class Jobs:
         """Start ``harvest(charter, **options)`` in the background and return its job once the harvest holds the
         store's lock (or has already failed: a job that fails at once, e.g. another process harvesting the charter,
         raises its error here). HarvestBusy while this process harvests the charter already."""
-        from .harvest import harvest_async
+        from ..harvest import harvest_async
 
         with self._lock:
             busy = next((j for j in self._jobs.values() if j.charter_id == charter.id and not j.finished), None)
@@ -242,7 +242,7 @@ class Jobs:
         return job
 
     def _run(self, job: Job, make: Callable[[], Any], charter: Charter) -> None:
-        from . import service
+        from .. import service
 
         async def main() -> Any:
             with job._lock:
@@ -326,7 +326,7 @@ class Jobs:
 
 def _store_after(charter: Charter) -> dict[str, Any] | None:
     """The store's status after a job stopped early (what it holds, the last harvest's summary)."""
-    from . import service
+    from .. import service
 
     try:
         return service.status(charter).to_json()

@@ -1,4 +1,4 @@
-"""What stands between an MCP client and brt's tools (``mcp_server.py``): bounded arguments, errors that never
+"""What stands between an MCP client and brt's tools (``server.py``): bounded arguments, errors that never
 speak for a page, the attach opt-in, and a server that ends with its client.
 
 - :class:`GuardedServer` is the MCPServer every tool is registered on. Before a tool runs, every string of its
@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from .untrusted import agent_error
+from ..untrusted import agent_error
 
 __all__ = [
     "ADVICE",
@@ -100,8 +100,8 @@ def own_words(exc: BaseException) -> bool:
     the agent reads it as is, outside the untrusted-content delimiters."""
     from memory_store.errors import StoreNotFound
 
-    from .errors import CharterError, HarvestBusy, JobNotFound
-    from .safe_paths import PathRefused
+    from ..errors import CharterError, HarvestBusy, JobNotFound
+    from ..safe_paths import PathRefused
 
     if isinstance(exc, (CharterError, StoreNotFound, PathRefused, HarvestBusy, JobNotFound)):
         return True

@@ -24,8 +24,8 @@ from .quantities import quantities
 if TYPE_CHECKING:
     from memory_store import Hit, Memory
 
-    from ..charter import Section
-    from ..evidence.section import SynthesisCache
+    from ...charter import Section
+    from ..section import SynthesisCache
 
 __all__ = ["HITS_PER_QUERY", "MAX_QUERIES", "PER_PAGE", "other_statements"]
 
@@ -57,8 +57,8 @@ def other_statements(
     hits = _uncited_hits(memory, queries, cited, page_key)
     if not hits:
         return []
-    from ..evidence.scorer import load_scorer
-    from ..evidence.section import candidates_for, score_candidates
+    from ..scorer import load_scorer
+    from ..section import candidates_for, score_candidates
 
     question = section.effective_question
     scored = score_candidates(question, candidates_for(memory, section, hits, cache=cache), load_scorer())
