@@ -2,7 +2,8 @@
 type-checking imports count), no private name imported from another module, the layering
 ``orchestrator -> concept_index -> memory_store`` (never back), ``BRT_*`` variables read in one module only, and no
 function more complex than McCabe 15 (ruff's C901) outside a short allow-list, and the code's citations of the
-contracts pointing at sections of docs/contracts.md (never at a DESIGN file the repository does not hold). Pure AST,
+contracts pointing at sections of docs/contracts.md (never at a DESIGN file the repository does not hold), and no
+word or number regex outside memory_store.text. Pure AST,
 text and ruff: nothing of the project is imported."""
 
 from __future__ import annotations
@@ -303,6 +304,84 @@ def test_environment_reads_are_found():
         "d = os.environ.get('HOME')\n"
     )
     assert [v for _, v in environment_reads(tree)] == ["BRT_HOME", "BRT_X", "BRT_Y"]
+
+
+# -- words and numbers: one module owns their patterns ----------------------------------------------------------
+
+#: The one module that may write a word or number regex (``WORD_SHAPES``, ``NUMBER_SHAPES``).
+TEXT_MODULE = "memory_store.text"
+#: Modules allowed a word or number regex of their own besides it. Nothing may be added.
+TOKENISER_ALLOWED: frozenset[str] = frozenset()
+_RE_CALLS = frozenset({"compile", "findall", "finditer", "search", "match", "fullmatch", "split", "sub", "subn"})
+_PROSE = ("the quick brown fox jumps over the lazy dog near old barns",
+          "The Quick Brown Fox Jumps Over The Lazy Dog Near Old Barns")
+_FIGURES = "paid 1,234.5 then 42 and 7 in 2020 for 99 items"
+
+
+def _literal(node: ast.AST) -> str | None:
+    """A string literal, or literals joined with ``+`` (a pattern written over several lines)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal(node.left), _literal(node.right)
+        return left + right if left is not None and right is not None else None
+    return None
+
+
+def tokenises(pattern: str) -> str | None:
+    """"word" or "number" when ``pattern`` reads words or numbers out of text (six whole words of a line of
+    prose, or four numbers of a line of figures), else None: what a pattern does, however it is spelled."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return None
+    for prose in _PROSE:
+        found = [m.group(0) for m in compiled.finditer(prose) if m.group(0)]
+        if len(found) >= 6 and all(w in prose.split() for w in found):
+            return "word"
+    numbers = [m.group(0).strip(".,") for m in compiled.finditer(_FIGURES) if m.group(0).strip(".,")]
+    if len(numbers) >= 4 and all(re.fullmatch(r"[\d,.]+", n) for n in numbers):
+        return "number"
+    return None
+
+
+def regex_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, pattern) of every literal pattern handed to ``re.compile`` / ``re.findall`` / ``re.sub`` …"""
+    out = []
+    for node in ast.walk(tree):
+        func = node.func if isinstance(node, ast.Call) and node.args else None
+        if (isinstance(func, ast.Attribute) and func.attr in _RE_CALLS and isinstance(func.value, ast.Name)
+                and func.value.id == "re"):
+            pattern = _literal(node.args[0])
+            if pattern is not None:
+                out.append((node.lineno, pattern))
+    return out
+
+
+def test_word_and_number_patterns_live_in_memory_store_text():
+    bad, seen = [], 0
+    for name, path in project_files().items():
+        if name == TEXT_MODULE or name in TOKENISER_ALLOWED:
+            continue
+        for line, pattern in regex_literals(ast.parse(path.read_text(encoding="utf-8"))):
+            seen += 1
+            kind = tokenises(pattern)
+            if kind:
+                bad.append(f"{name}:{line} a {kind} pattern {pattern!r}")
+    assert seen > 50 and not bad, (
+        "read words and numbers with memory_store.text (word_pattern, number_pattern, tokens: add a shape "
+        "there):\n" + "\n".join(bad))
+
+
+def test_the_tokeniser_rule_sees_word_and_number_patterns():
+    for word in (r"\w+", r"[A-Za-z]+", r"[^\W_]+", r"[a-z0-9]+", r"\b[A-Z][a-z]+\b", r"[\w][\w.+-]*"):
+        assert tokenises(word) == "word", word
+    for number in (r"\d+", r"\d[\d,.]*", r"[0-9]+(?:\.[0-9]+)?", r"\d"):
+        assert tokenises(number) == "number", number
+    for other in (r"^\d{4}-\d{2}-\d{2}\Z", r"(\d+)\.\d+\.\d+\.\d+", r"\s+", r"\b(?:not|no)\b", r"[.!?]"):
+        assert tokenises(other) is None, other
+    tree = ast.parse("import re\nA = re.compile(r'\\w+')\nB = re.findall('[a-z]' + '+', s)\nC = compile('x')\n")
+    assert [p for _, p in regex_literals(tree)] == [r"\w+", "[a-z]+"]
 
 
 # -- complexity -------------------------------------------------------------------------------------------------
