@@ -298,9 +298,7 @@ def _from_reference(c: Citation, parsed: ParsedReport, source: EvidenceSource, c
 
 
 def _allowed(href: str, source: EvidenceSource) -> bool:
-    from ..charter import url_allowed
-
-    return source.allowed_domains is None or url_allowed(href, source.allowed_domains)
+    return source.egress is None or source.egress.permits(href)
 
 
 def _check_date(check: CitationCheck, problems: list[Problem]) -> None:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..egress import EgressPolicy
 from .snapshot import Snapshot, read_snapshot
 
 __all__ = ["Finding", "VerifyReport", "quote_in_chunk", "verify", "verify_store"]
@@ -151,9 +152,10 @@ def verify(snapshot: str | Path, *, har: str | Path | None = None, check_har: bo
     report = VerifyReport(snap.path, har_path if check_har else None)
     _manifest(snap, report)
     _chunks(snap, report)
-    allowed = _charter(snap, report, charter_file)
-    _pages(snap, report, allowed)
-    _evidence(snap, report, allowed)
+    domains = _charter(snap, report, charter_file)
+    egress = None if domains is None else EgressPolicy.of(domains)
+    _pages(snap, report, egress)
+    _evidence(snap, report, egress)
     if check_har:
         proofs = _har(snap, report, har_path, follow_symlinks=har is not None)
         if proofs is not None:
@@ -178,9 +180,9 @@ def verify_store(charter: Any) -> VerifyReport:
     for problem in check.problems:
         report.fail("store", str(problem))
     _chunks(snap, report)
-    allowed = list(charter.allowed_domains)
-    _pages(snap, report, allowed)
-    _evidence(snap, report, allowed)
+    egress = EgressPolicy.of(charter.allowed_domains)
+    _pages(snap, report, egress)
+    _evidence(snap, report, egress)
     har = merged_har(har_files(mem))
     if har is None:
         if snap.pages:
@@ -280,9 +282,7 @@ def _charter(snap: Snapshot, report: VerifyReport, charter_file: str | Path | No
     return allowed
 
 
-def _pages(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -> None:
-    from ..charter import url_allowed
-
+def _pages(snap: Snapshot, report: VerifyReport, egress: EgressPolicy | None) -> None:
     held: dict[str, set[str]] = {}
     for page in snap.pages:
         ids = set(page.get("chunk_ids") or [])
@@ -294,7 +294,7 @@ def _pages(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -> N
         for cid in page.get("chunk_ids") or []:
             if cid not in snap.chunks:
                 report.fail("pages", f"page {final} lists chunk {cid}, which is not in the snapshot")
-        if allowed is not None and not url_allowed(final, allowed):
+        if egress is not None and not egress.permits(final):
             report.fail("pages", f"page {final} is not on the charter's allowlist")
     for cid, rec in snap.chunks.items():
         holders = [rec.get("url"), *(rec.get("also_seen_at") or [])]
@@ -303,7 +303,7 @@ def _pages(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -> N
     report.checked["pages"] = len(snap.pages)
 
 
-def _evidence(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -> None:
+def _evidence(snap: Snapshot, report: VerifyReport, egress: EgressPolicy | None) -> None:
     syn = snap.synthesis
     if syn is None:
         report.warn("evidence", "no synthesis recorded (the charter was not synthesized before /clean)")
@@ -328,18 +328,16 @@ def _evidence(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -
             for i, source in enumerate([b, *_also_at(b)]):  # every page a block cites is checked alike
                 quotes += 1
                 urls.add(str(source.get("url") or ""))
-                _block(snap, report, where if i == 0 else f"{where} (also at {i})", source, allowed)
-    _conflicts(snap, syn, report, sections, allowed)
+                _block(snap, report, where if i == 0 else f"{where} (also at {i})", source, egress)
+    _conflicts(snap, syn, report, sections, egress)
     report.checked["quotes"] = quotes
     report.checked["sections"] = len(sections)
     report.checked["urls"] = len(urls)
 
 
-def _block(snap: Snapshot, report: VerifyReport, where: str, b: dict[str, Any], allowed: list[str] | None) -> None:
+def _block(snap: Snapshot, report: VerifyReport, where: str, b: dict[str, Any], egress: EgressPolicy | None) -> None:
     """One evidence block: its chunk is in the snapshot and held by the cited page, its quote a verbatim span of
     that chunk, its URL on the allowlist, its date the page's, its Markdown line the same quote."""
-    from ..charter import url_allowed
-
     url, cid = str(b.get("url") or ""), str(b.get("chunk_id"))
     chunk = snap.chunks.get(cid)
     if chunk is None:
@@ -349,7 +347,7 @@ def _block(snap: Snapshot, report: VerifyReport, where: str, b: dict[str, Any], 
         report.fail("evidence", f"{where}: the quote is not a verbatim span of chunk {cid}")
     if url not in [chunk.get("url"), *(chunk.get("also_seen_at") or [])]:
         report.fail("evidence", f"{where}: chunk {cid} does not belong to {url}")
-    if allowed is not None and not url_allowed(url, allowed):
+    if egress is not None and not egress.permits(url):
         report.fail("evidence", f"{where}: {url} is not on the charter's allowlist")
     page = snap.page_for(url)
     if page is None:
@@ -374,7 +372,7 @@ def _also_at(block: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _conflicts(snap: Snapshot, syn: dict[str, Any], report: VerifyReport, sections: list[dict[str, Any]],
-               allowed: list[str] | None) -> None:
+               egress: EgressPolicy | None) -> None:
     """Every side of a conflict cites a source its section holds (a block or one of its ``also_at`` pages), quote
     and URL alike; or, a page no block cites (``n`` 0), a chunk of the snapshot checked as a block is: held by
     that page, the quote a verbatim span of it, the URL allowed, the date the page's."""
@@ -383,7 +381,7 @@ def _conflicts(snap: Snapshot, syn: dict[str, Any], report: VerifyReport, sectio
         for side in ("a", "b"):
             claim = c.get(side) or {}
             if not claim.get("n") and claim.get("chunk_id"):
-                _block(snap, report, f"conflict in {c.get('section')!r} ({side})", claim, allowed)
+                _block(snap, report, f"conflict in {c.get('section')!r} ({side})", claim, egress)
                 continue
             sources = [
                 src

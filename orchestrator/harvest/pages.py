@@ -87,7 +87,7 @@ def check_url(charter: Charter, url: str) -> str:
     refused = web_refusal(url)  # security: the one scheme rule; no user:pass@ stored or cited
     if refused is not None:
         raise PageRefused(f"refused the URL given: {refused}; nothing was stored")
-    if not charter.allows(url):
+    if not charter.egress().permits(url):
         raise PageRefused(
             f"refused {url}: its host is not on the charter's allowed_domains "
             f"({', '.join(charter.allowed_domains)}); nothing was stored"

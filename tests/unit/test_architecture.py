@@ -3,7 +3,7 @@ type-checking imports count), no private name imported from another module, the 
 ``orchestrator -> concept_index -> memory_store`` (never back), ``BRT_*`` variables read in one module only, and no
 function more complex than McCabe 15 (ruff's C901) outside a short allow-list, and the code's citations of the
 contracts pointing at sections of docs/contracts.md (never at a DESIGN file the repository does not hold), and no
-word or number regex outside memory_store.text. Pure AST,
+word or number regex outside memory_store.text, and the allowlist matched only by orchestrator.egress. Pure AST,
 text and ruff: nothing of the project is imported."""
 
 from __future__ import annotations
@@ -382,6 +382,49 @@ def test_the_tokeniser_rule_sees_word_and_number_patterns():
         assert tokenises(other) is None, other
     tree = ast.parse("import re\nA = re.compile(r'\\w+')\nB = re.findall('[a-z]' + '+', s)\nC = compile('x')\n")
     assert [p for _, p in regex_literals(tree)] == [r"\w+", "[a-z]+"]
+
+
+# -- egress: one package owns the allowlist ---------------------------------------------------------------------
+
+#: The package that owns the allowlist's semantics (``EgressPolicy`` and its functions).
+EGRESS_PACKAGE = "orchestrator.egress"
+#: The allowlist's matching and parsing: defined and called only inside the egress package. ``.allows(`` (the
+#: Python API's ``Charter.allows``) is not called by brt's own code: it asks the run's policy.
+ALLOWLIST_NAMES = frozenset({"host_allowed", "url_allowed", "exact_allowed", "url_patterns", "parse_allowlist"})
+#: Modules allowed to match the allowlist themselves. Nothing may be added.
+EGRESS_ALLOWED: frozenset[str] = frozenset()
+
+
+def allowlist_uses(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, what) of every definition or call of the allowlist's functions, and every ``.allows(...)`` call."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in ALLOWLIST_NAMES:
+            out.append((node.lineno, f"defines {node.name}"))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name in ALLOWLIST_NAMES or (name == "allows" and isinstance(func, ast.Attribute)):
+                out.append((node.lineno, f"calls {name}"))
+    return out
+
+
+def test_only_the_egress_package_matches_the_allowlist():
+    bad, inside = [], 0
+    for name, path in project_files().items():
+        uses = allowlist_uses(ast.parse(path.read_text(encoding="utf-8")))
+        if name == EGRESS_PACKAGE or name.startswith(EGRESS_PACKAGE + "."):
+            inside += len(uses)
+            continue
+        if name not in EGRESS_ALLOWED:
+            bad += [f"{name}:{line} {what}" for line, what in uses]
+    assert inside >= 5 and not bad, "ask the run's EgressPolicy (orchestrator.egress) instead:\n" + "\n".join(bad)
+
+
+def test_the_egress_rule_sees_allowlist_matching():
+    tree = ast.parse("def url_allowed(u, d):\n    pass\nx = charter.allows(u)\ny = host_allowed(h, d)\n"
+                     "z = policy.permits(u)\n")
+    assert [what for _, what in allowlist_uses(tree)] == ["defines url_allowed", "calls allows", "calls host_allowed"]
 
 
 # -- complexity -------------------------------------------------------------------------------------------------

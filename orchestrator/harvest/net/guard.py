@@ -27,10 +27,11 @@ import socket
 
 from memory_store.settings import settings
 
+from ...egress import EgressPolicy
+
 __all__ = [
     "NetGuard",
     "classify_ip",
-    "exact_allowed",
     "is_guard_reason",
     "parse_resolver_rules",
     "resolver_rules_from_env",
@@ -93,12 +94,6 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     return embedded
 
 
-def exact_allowed(host: str, allowed_domains: list[str]) -> bool:
-    """True when ``host`` itself (not a parent domain) is on the allowlist."""
-    h = host.lower().rstrip(".").strip("[]")
-    return any(h == d.lower().rstrip(".").strip("[]") for d in allowed_domains)
-
-
 def parse_resolver_rules(rules: str | None) -> dict[str, str]:
     """``MAP host ip`` entries of a Chromium ``--host-resolver-rules`` value (other rule kinds ignored)."""
     out: dict[str, str] = {}
@@ -118,6 +113,7 @@ class NetGuard:
 
     def __init__(self, allowed_domains: list[str], *, resolver_rules: str | None = None, offline: bool = False):
         self.allowed_domains = list(allowed_domains)
+        self._egress = EgressPolicy.of(self.allowed_domains)
         self.rules = parse_resolver_rules(resolver_rules)
         # offline (a replay): IP literals and resolver-rule names are judged, no other name is looked up
         self.offline = offline
@@ -166,7 +162,7 @@ class NetGuard:
         host = parsed.hostname
         if not host:
             return None  # not a network request (about:, data: are refused by the allowlist)
-        if exact_allowed(host, self.allowed_domains):
+        if self._egress.exact(host):
             return None
         try:
             addresses = await self.resolve(host)

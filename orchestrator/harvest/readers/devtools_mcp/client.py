@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from memory_store.settings import settings
 
+from ....egress import EgressPolicy
+from ....egress import url_patterns as allowed_url_patterns  # defined in egress; importable here too
 from ....errors import DevtoolsMcpError, DevtoolsMcpNotFound, first_line
 from ... import launch
 from ...models import HTML_TYPES
@@ -105,34 +107,6 @@ def _no_node() -> str:
     )
 
 
-def allowed_url_patterns(allowed_domains: list[str]) -> list[str]:
-    """URLPattern strings for chrome-devtools-mcp's ``--allowedUrlPattern``: http(s), any port, the host
-    itself and (for a domain, not an IP or ``localhost``) its subdomains."""
-    patterns: list[str] = []
-    for domain in allowed_domains:
-        host = domain.strip().lower().rstrip(".")
-        if not host or ":" in host:  # IPv6 literals: left to the final-URL check
-            continue
-        hosts = [host]
-        if not _exact_only(host):
-            hosts.append("*." + host)
-        for scheme in ("http", "https"):
-            patterns.extend(f"{scheme}://{h}:*/*" for h in hosts)
-    return patterns
-
-
-def _exact_only(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
 @dataclass
 class Navigation:
     ok: bool
@@ -175,7 +149,7 @@ class DevtoolsMcpBrowser:
             args.append("--chromeArg=--blink-settings=scriptEnabled=false")
         args += ["--no-usage-statistics", "--no-performance-crux"]
         if restrict:
-            for pattern in allowed_url_patterns(self.allowed_domains):
+            for pattern in EgressPolicy.of(self.allowed_domains).devtools_patterns():
                 args += ["--allowedUrlPattern", pattern]
         return args
 
