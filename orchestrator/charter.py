@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from memory_store.errors import BrtException
+
 from .egress import EgressPolicy
 from .egress import host_allowed as host_allowed  # the allowlist's semantics live in egress; the API keeps these
 from .egress import url_allowed as url_allowed
@@ -247,7 +249,7 @@ class Charter(_Strict):
         return EgressPolicy.of(self.allowed_domains).permits(url)
 
 
-class _FieldError(ValueError):
+class _FieldError(BrtException, ValueError):
     """A validation error raised from a model validator that knows its exact field path."""
 
     def __init__(self, field: str, message: str):

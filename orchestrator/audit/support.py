@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memory_store.errors import BrtException
 from memory_store.text import number_pattern, word_pattern
 
 __all__ = [
@@ -79,7 +80,7 @@ FEATURES = ("words", "stated", "cover", "novel", "negation", "prefix", "numbers"
             "swap", "shift", "contrary", "contrary_rel", "entity")
 
 
-class SupportModelError(RuntimeError):
+class SupportModelError(BrtException, RuntimeError):
     """The support model's weights file is missing, altered or malformed."""
 
 

@@ -3,8 +3,8 @@ type-checking imports count), no private name imported from another module, the 
 ``orchestrator -> concept_index -> memory_store`` (never back), ``BRT_*`` variables read in one module only, and no
 function more complex than McCabe 15 (ruff's C901) outside a short allow-list, and the code's citations of the
 contracts pointing at sections of docs/contracts.md (never at a DESIGN file the repository does not hold), and no
-word or number regex outside memory_store.text, and the allowlist matched only by orchestrator.egress. Pure AST,
-text and ruff: nothing of the project is imported."""
+word or number regex outside memory_store.text, the allowlist matched only by orchestrator.egress, and every
+exception class under one root. Pure AST, text and ruff: nothing of the project is imported."""
 
 from __future__ import annotations
 
@@ -425,6 +425,71 @@ def test_the_egress_rule_sees_allowlist_matching():
     tree = ast.parse("def url_allowed(u, d):\n    pass\nx = charter.allows(u)\ny = host_allowed(h, d)\n"
                      "z = policy.permits(u)\n")
     assert [what for _, what in allowlist_uses(tree)] == ["defines url_allowed", "calls allows", "calls host_allowed"]
+
+
+# -- one exception tree -----------------------------------------------------------------------------------------
+
+#: The root every exception class of the three packages derives from, and where it is defined.
+EXCEPTION_ROOT = "BrtException"
+EXCEPTION_ROOT_MODULE = "memory_store.errors"
+#: Exception classes allowed another root. Nothing may be added.
+EXCEPTION_ROOT_ALLOWED: frozenset[str] = frozenset()
+
+
+def _base_name(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def _is_builtin_exception(name: str) -> bool:
+    import builtins
+
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
+def exception_classes(modules: dict[str, ast.AST]) -> dict[str, tuple[str, list[str]]]:
+    """``module.Class`` -> (class name, base names) of every class of ``modules`` (by name; brt's class names
+    are unique enough for this)."""
+    return {f"{module}.{node.name}": (node.name, [_base_name(b) for b in node.bases])
+            for module, tree in modules.items() for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+
+
+def without_root(modules: dict[str, ast.AST], root: str = EXCEPTION_ROOT) -> list[str]:
+    """Exception classes (a builtin exception, a third-party ``...Error``/``...Exception`` or another such class
+    among their bases) none of whose ancestors, followed by name through ``modules``, is ``root``."""
+    classes = exception_classes(modules)
+    bases_of: dict[str, list[str]] = {}
+    for name, bases in classes.values():
+        bases_of.setdefault(name, []).extend(bases)
+
+    def ancestors(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        out = set()
+        for base in bases_of.get(name, []):
+            if base and base not in seen:
+                out |= {base} | ancestors(base, seen | {name})
+        return out
+
+    bad = []
+    for where, (name, _) in sorted(classes.items()):
+        found = ancestors(name)
+        is_exception = any(_is_builtin_exception(a) or a.endswith(("Error", "Exception")) for a in found)
+        if is_exception and name != root and root not in found and where not in EXCEPTION_ROOT_ALLOWED:
+            bad.append(where)
+    return bad
+
+
+def test_every_exception_derives_from_the_one_root():
+    modules = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in project_files().items()}
+    assert f"{EXCEPTION_ROOT_MODULE}.{EXCEPTION_ROOT}" in exception_classes(modules)
+    bad = without_root(modules)
+    assert not bad, f"derive from {EXCEPTION_ROOT_MODULE}.{EXCEPTION_ROOT} (or a branch of it):\n" + "\n".join(bad)
+
+
+def test_the_root_rule_sees_an_exception_outside_the_tree():
+    tree = ast.parse("class BrtException(Exception): ...\nclass A(BrtException): ...\n"
+                     "class B(A, ValueError): ...\nclass Stray(RuntimeError): ...\nclass Tool(ToolError): ...\n"
+                     "class Plain: ...\n")
+    assert without_root({"m": tree}) == ["m.Stray", "m.Tool"]
 
 
 # -- complexity -------------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_store.clock import now
+from memory_store.errors import BrtException
 
 from .... import url_safety
 from ....errors import (
@@ -75,7 +76,7 @@ class _Loaded:
     content_type: str | None = None
 
 
-class _NoTab(Exception):
+class _NoTab(BrtException):
     """No tab could be opened (the browser is gone): ``error`` is Playwright's (or a timeout)."""
 
     def __init__(self, error: Exception) -> None:
