@@ -34,7 +34,6 @@ and the field; they are left out of the other checks, so a mutated snapshot gets
 
 from __future__ import annotations
 
-import base64
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -393,15 +392,10 @@ def _conflicts(snap: Snapshot, syn: dict[str, Any], report: VerifyReport, sectio
                 report.fail("evidence", f"conflict in {c.get('section')!r} cites a block the section does not hold")
 
 
-def _body(content: dict[str, Any]) -> bytes:
-    text = content.get("text") or ""
-    return base64.b64decode(text) if content.get("encoding") == "base64" else str(text).encode("utf-8")
-
-
 def har_bodies(har: Path | dict[str, Any]) -> dict[str, list[tuple[int, str]]]:
     """URL (fragment dropped) -> (status, sha256 of the body) of every response the HAR holds (a path, or the
     HAR already read)."""
-    from ..harvest.har import sha256_hex
+    from ..harvest.har import content_bytes, read_har, sha256_hex
 
     data = read_har(har) if isinstance(har, Path) else har
     out: dict[str, list[tuple[int, str]]] = {}
@@ -409,30 +403,11 @@ def har_bodies(har: Path | dict[str, Any]) -> dict[str, list[tuple[int, str]]]:
         try:
             url = str(entry["request"]["url"]).split("#", 1)[0]
             response = entry["response"]
-            body = _body(response.get("content") or {})
+            body = content_bytes(response.get("content") or {})
             out.setdefault(url, []).append((int(response.get("status") or 0), sha256_hex(body)))
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return out
-
-
-def read_har(har: Path, *, follow_symlinks: bool = True) -> dict[str, Any]:
-    """The HAR at ``har`` (a regular file holding a JSON object with a ``log`` object); ValueError otherwise.
-    ``follow_symlinks=False`` for a HAR nobody named (the one beside a snapshot): a symlink there is refused."""
-    import json
-
-    from ..files import FileRefused, open_regular
-
-    try:
-        with open_regular(har, what="HAR", follow_symlinks=follow_symlinks) as fh:
-            data = json.load(fh)
-    except FileRefused as exc:
-        raise ValueError(str(exc)) from None
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-    if not isinstance(data, dict) or not isinstance(data.get("log"), dict):
-        raise ValueError("not a HAR (no log object)")
-    return data
 
 
 @dataclass
@@ -445,6 +420,8 @@ class _Har:
 
     @classmethod
     def read(cls, path: Path, *, follow_symlinks: bool = True) -> _Har:
+        from ..harvest.har import read_har
+
         return cls.of(read_har(path, follow_symlinks=follow_symlinks))
 
     @classmethod
