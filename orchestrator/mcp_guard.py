@@ -151,9 +151,9 @@ def attach_allowed(flag: bool | None = None) -> bool:
     ``BRT_MCP_ALLOW_ATTACH`` (1, true, yes or on)."""
     if flag is not None:
         return flag
-    from memory_store.settings import settings
+    from .settings import run_settings
 
-    return settings().mcp_allow_attach
+    return run_settings().mcp_allow_attach
 
 
 def check_attach(browser_url: str | None, *, allowed: bool) -> None:

@@ -112,9 +112,9 @@ class EgressPolicy:
     @classmethod
     def for_run(cls, allowed_domains: Iterable[str] | None) -> EgressPolicy:
         """The policy of a run: the allowlist and the resolver rules of the settings, built once."""
-        from memory_store.settings import settings
+        from ..settings import run_settings
 
-        return cls.of(allowed_domains, resolver_rules=settings().host_resolver_rules)
+        return cls.of(allowed_domains, resolver_rules=run_settings().host_resolver_rules)
 
     @property
     def exact_hosts(self) -> list[str]:

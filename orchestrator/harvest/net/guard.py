@@ -25,9 +25,8 @@ import ipaddress
 import logging
 import socket
 
-from memory_store.settings import settings
-
 from ...egress import EgressPolicy
+from ...settings import run_settings
 
 __all__ = [
     "NetGuard",
@@ -105,7 +104,7 @@ def parse_resolver_rules(rules: str | None) -> dict[str, str]:
 
 
 def resolver_rules_from_env() -> str | None:
-    return settings().host_resolver_rules
+    return run_settings().host_resolver_rules
 
 
 class NetGuard:

@@ -27,11 +27,10 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory_store.settings import settings
-
 from ....egress import EgressPolicy
 from ....egress import url_patterns as allowed_url_patterns  # defined in egress; importable here too
 from ....errors import DevtoolsMcpError, DevtoolsMcpNotFound, first_line
+from ....settings import run_settings
 from ... import launch
 from ...models import HTML_TYPES
 
@@ -71,7 +70,7 @@ def find_devtools_mcp() -> list[str]:
     current folder's), a ``chrome-devtools-mcp`` on PATH, else ``npx --no-install``. Raises
     DevtoolsMcpNotFound saying how to install what is missing."""
     node = shutil.which("node")
-    env = settings().devtools_mcp
+    env = run_settings().devtools_mcp
     if env:
         path = Path(env).expanduser()
         if path.suffix in (".js", ".mjs", ".cjs"):
