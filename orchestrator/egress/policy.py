@@ -1,4 +1,4 @@
-"""The allowlist and the policy object that carries it (docs/egress.md).
+"""The allowlist and the policy object that carries it (docs/security-egress.md, "One policy").
 
 Semantics (docs/contracts.md, "Charter"): a URL is allowed when it is http(s), carries no userinfo and its host,
 as a browser parses it (WHATWG, ``url_safety.py``), is on ``allowed_domains``: a domain allows itself and its

@@ -396,17 +396,18 @@ EGRESS_ALLOWED: frozenset[str] = frozenset()
 
 
 def allowlist_uses(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, what) of every definition or call of the allowlist's functions, and every ``.allows(...)`` call."""
+    """(line, what) of every definition of the allowlist's functions, and every use of one or of ``.allows``
+    (a call, or the function handed on: ``DocumentFetcher(guard, charter.allows)``)."""
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in ALLOWLIST_NAMES:
             out.append((node.lineno, f"defines {node.name}"))
-        elif isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name in ALLOWLIST_NAMES or (name == "allows" and isinstance(func, ast.Attribute)):
-                out.append((node.lineno, f"calls {name}"))
-    return out
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in ALLOWLIST_NAMES:
+            out.append((node.lineno, f"uses {node.id}"))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (
+                node.attr in ALLOWLIST_NAMES or node.attr == "allows"):
+            out.append((node.lineno, f"uses {node.attr}"))
+    return sorted(out)
 
 
 def test_only_the_egress_package_matches_the_allowlist():
@@ -423,8 +424,9 @@ def test_only_the_egress_package_matches_the_allowlist():
 
 def test_the_egress_rule_sees_allowlist_matching():
     tree = ast.parse("def url_allowed(u, d):\n    pass\nx = charter.allows(u)\ny = host_allowed(h, d)\n"
-                     "z = policy.permits(u)\n")
-    assert [what for _, what in allowlist_uses(tree)] == ["defines url_allowed", "calls allows", "calls host_allowed"]
+                     "z = policy.permits(u)\nf = Fetcher(guard, host.charter.allows)\n")
+    assert [what for _, what in allowlist_uses(tree)] == [
+        "defines url_allowed", "uses allows", "uses host_allowed", "uses allows"]
 
 
 # -- one exception tree -----------------------------------------------------------------------------------------

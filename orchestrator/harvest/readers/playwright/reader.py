@@ -368,7 +368,7 @@ class PlaywrightReader:
         from playwright.async_api import Error as PlaywrightError
 
         limit = RESOURCE_FACTOR * int(self.host.settings.max_page_bytes)
-        with DependencyWatch(page, replay=self.replay is not None, allowed=self.host.charter.allows) as watch:
+        with DependencyWatch(page, replay=self.replay is not None, allowed=self.host.egress.permits) as watch:
             async with ResourceBudget(page, limit) as budget:  # security: a page's bytes in the browser are bounded
                 try:
                     links, queued = await self._render(page, event, docs, watch, budget, deadline, t0)
