@@ -368,7 +368,9 @@ _PRONOUNS = frozenset("it its this that these those they them their he she his h
 
 def _context_dependent(label: str) -> bool:
     """Headings that only make sense on their page ("How to improve it", "What this means")."""
-    toks = [w.lower() for w in re.findall(r"[A-Za-z']+", label)]
+    from memory_store.text import tokens
+
+    toks = [w.lower() for w in tokens(label, "apostrophe")]
     return any(t in _PRONOUNS for t in toks) or not any(len(t) >= 4 for t in toks)
 
 

@@ -1,13 +1,16 @@
 """Exceptions raised by concept_index.
 
-ConceptIndexError
-└── CycleRefused     an edge that would make the concept graph cyclic (also a ValueError)
+BrtException (memory_store.errors)
+└── ConceptIndexError
+    └── CycleRefused     an edge that would make the concept graph cyclic (also a ValueError)
 
 memory_store errors (reading the store the index is built from) pass through unchanged.
 """
 
+from memory_store.errors import BrtException
 
-class ConceptIndexError(Exception):
+
+class ConceptIndexError(BrtException):
     """Base class of every concept_index error."""
 
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memory_store.embeddings import TextVectors
+
 from . import insertion, persistence, routing, status
 from .dag import (
     EDGE_TYPES,
@@ -80,7 +82,7 @@ class ConceptIndex(ConceptDag):
         self.charter_id = memory.charter_id if memory is not None else charter_id
         self.summary_merge = summary_merge  # optional LLM merge (existing, new) -> text; off by default
         self._embed_fn = embed
-        self._vec_cache: dict[str, np.ndarray] = {}
+        self._vectors = TextVectors(self._embed_raw, lambda: self.dim)
         self.pages: dict[str, str] = {}  # url -> signature of its chunk ids at the last update
         self.sections: list[dict[str, Any]] = []
         self.pointer_urls: list[str] = []  # pages that had pointer rows at the last update
@@ -94,13 +96,7 @@ class ConceptIndex(ConceptDag):
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Normalised vectors of ``texts`` (cached per text, missing ones embedded in one batch)."""
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        missing = [t for t in dict.fromkeys(texts) if t not in self._vec_cache]
-        if missing:
-            for t, v in zip(missing, self._embed_raw(missing), strict=True):
-                self._vec_cache[t] = v
-        return np.stack([self._vec_cache[t] for t in texts])
+        return self._vectors(texts)
 
     def _embed_raw(self, texts: list[str]) -> np.ndarray:
         if self._embed_fn is not None:

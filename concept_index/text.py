@@ -10,11 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 # The heading rule and the list marker live in memory_store.text; synthesis still finds them here too.
-from memory_store.text import HEADING_MAX_WORDS, LIST_MARKER, TOPIC_STOP_WORDS, is_heading  # noqa: F401
+from memory_store.text import HEADING_MAX_WORDS, LIST_MARKER, TOPIC_STOP_WORDS, is_heading, word_pattern  # noqa: F401
 
 STOPWORDS = TOPIC_STOP_WORDS
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’\-]*[A-Za-z0-9]|[A-Za-z]")
+_WORD = word_pattern("label")
 _SEGMENT_BREAK = re.compile(r"[.!?;:,()\[\]{}\"“”|/\n\u2014\u2013]+")
 _CONNECTORS = frozenset({"of", "for", "in", "and", "with", "on", "to", "by", "from", "vs", "versus", "or", "at"})
 

@@ -8,6 +8,7 @@ from ._remote import redact as redact_uri
 from ._writes import chunk_locally
 from .embeddings import DEFAULT_MODEL, Embedder, get_embedder
 from .errors import (
+    BrtException,
     EmbeddingModelError,
     MemoryStoreError,
     ModelMismatch,
@@ -23,6 +24,7 @@ from .settings import Settings, brt_home
 
 __all__ = [
     "DEFAULT_MODEL",
+    "BrtException",
     "CheckResult",
     "EmbeddingModelError",
     "Embedder",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .text import sentence_spans
+from .text import long_run_pattern, sentence_spans, word_pattern
 
 DEFAULT_WINDOW = 800
 DEFAULT_OVERLAP = 160
@@ -78,7 +78,7 @@ def split_units(text: str) -> list[tuple[int, int]]:
 # token, so a token count says nothing about the length of such a run (2 MB without a space "is" 1 token).
 # Hard splits cut such runs into pieces of at most this many characters, each its own unit.
 MAX_WORD_CHARS = 100
-_LONG_WORD = re.compile(r"[^\W_]{" + str(MAX_WORD_CHARS + 1) + ",}")
+_LONG_WORD = long_run_pattern(MAX_WORD_CHARS + 1)
 
 
 def _split_long_words(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -99,7 +99,7 @@ def _split_long_words(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def _word_offsets(text: str) -> list[tuple[int, int]]:
-    return [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    return [(m.start(), m.end()) for m in word_pattern("spaced").finditer(text)]
 
 
 def _hard_split(

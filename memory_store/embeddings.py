@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -384,3 +385,29 @@ def get_embedder(model: str | None = None, *, precision: str | None = None, back
             embedder = _cache.get(f"{name}|flag") or Embedder(name, path, backend="flag")
         _cache[f"{name}|{chosen}"] = embedder
         return embedder
+
+
+class TextVectors:
+    """brt's one cache of text vectors (a synthesis's sentences, the concept index's labels): vectors cached by
+    text, the missing ones of a call embedded in one batch. ``limit``: at most this many texts kept (the cache
+    is emptied before it would grow past it); None keeps all."""
+
+    def __init__(self, embed: Callable[[list[str]], Any], dim: Callable[[], int], limit: int | None = None):
+        self._embed = embed
+        self._dim = dim
+        self.limit = limit
+        self._vecs: dict[str, Any] = {}
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        """The vectors of ``texts`` in order, one row each (``(0, dim)`` for none)."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self._dim()), dtype=np.float32)
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vecs]
+        if missing:
+            if self.limit is not None and len(self._vecs) + len(missing) > self.limit:
+                self._vecs.clear()
+            for t, v in zip(missing, self._embed(missing), strict=True):
+                self._vecs[t] = v
+        return np.stack([self._vecs[t] for t in texts])

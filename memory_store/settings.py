@@ -1,28 +1,34 @@
 """brt's settings from the environment: every ``BRT_*`` variable is read here and nowhere else.
 
-``settings()`` reads them all into one typed, frozen ``Settings`` at the moment it is called (a process or a test
+This module sits in the lowest package because the store reads variables of its own (``BRT_HOME``, the store's
+URI, the embedding model, its locks) and ``memory_store`` never imports the other two. Each layer declares the
+variables it owns next to its code and gets a typed record of those only: the store's are ``VARIABLES`` and
+``Settings`` here; the orchestrator's (browser, chrome-devtools-mcp, resolver rules, evidence models, MCP, Ray)
+are ``orchestrator.settings``, read through :func:`read_variables`. ``concept_index`` has none.
+
+``settings()`` reads them into one typed, frozen ``Settings`` at the moment it is called (a process or a test
 that changes its environment is seen at the next call; nothing is cached). An empty variable counts as unset. A
-value brt cannot use is a ``SettingsError`` that names the variable, whichever setting the caller wanted.
+value brt cannot use is a ``SettingsError`` that names the variable.
 
-The variables, their defaults and meanings are listed in ``VARIABLES`` (the configuration page of the docs shows
-the same table). The charter's own values come first where both exist: ``BRT_EMBED_MODEL`` and ``BRT_STORE_URI``
-override the charter's ``memory.embedding_model`` and ``memory.uri`` (``orchestrator.config`` applies that).
-
-This module sits in the lowest package so that every package can read it (``memory_store`` never imports the
-other two).
+The variables, their defaults and meanings are listed in the ``VARIABLES`` tables (the CLI reference shows them
+all). The charter's own values come first where both exist: ``BRT_EMBED_MODEL`` and ``BRT_STORE_URI`` override
+the charter's ``memory.embedding_model`` and ``memory.uri`` (``orchestrator.config`` applies that).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import SettingsError
 
-__all__ = ["VARIABLES", "Settings", "SettingsError", "Variable", "brt_home", "settings"]
+__all__ = [
+    "VARIABLES", "Settings", "SettingsError", "Variable", "brt_home", "path_value", "read_variables", "seconds_value",
+    "settings", "switch_value",
+]
 
 DEFAULT_HOME = "~/.brt"
 DEFAULT_LOCK_TIMEOUT_S = 600.0
@@ -54,27 +60,12 @@ VARIABLES: tuple[Variable, ...] = (
              "seconds a writer waits for a store's write lock before giving up"),
     Variable("BRT_LEASE_TTL", "lease_ttl_s", "60",
              "seconds after which a killed holder's lock on object storage expires"),
-    Variable("BRT_BROWSER", "browser", "unset (Playwright's Chromium, then chromium/chrome on PATH)",
-             "the Chromium or Chrome binary harvests launch"),
-    Variable("BRT_DEVTOOLS_MCP", "devtools_mcp", "unset (./node_modules, then npx)",
-             "the chrome-devtools-mcp command or .js file for harvest --via devtools-mcp"),
-    Variable("BRT_EVIDENCE_SCORER", "evidence_scorer", "unset (the shipped orchestrator/evidence/models/scorer.json)",
-             "another evidence scorer weights file (a benchmark's held-out fold, an experiment)"),
-    Variable("BRT_EVIDENCE_READER", "evidence_reader", "unset (the shipped orchestrator/evidence/models/reader.onnx)",
-             "a folder holding another evidence reader: reader.onnx and reader-tokenizer/"),
-    Variable("BRT_MCP_ALLOW_ATTACH", "mcp_allow_attach", "off",
-             "1/true/yes/on: brt mcp lets harvest attach to a running browser (browser_url), as --allow-attach does"),
-    Variable("BRT_HOST_RESOLVER_RULES", "host_resolver_rules", "unset",
-             "Chromium host-resolver rules (MAP name 127.0.0.1, ...) for test sites on made-up names"),
-    Variable("BRT_RAY_ADDRESS", "ray_address", "unset (a local Ray instance for each run)",
-             "the Ray cluster a harvest on Ray joins: auto or ray://host:port (only the operator sets it: never a "
-             "charter or an MCP argument)"),
 )
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Every ``BRT_*`` setting, typed (None: unset)."""
+    """The store's ``BRT_*`` settings, typed (None: unset)."""
 
     home: Path
     store_uri: str | None = None
@@ -84,24 +75,12 @@ class Settings:
     model_cache: Path | None = None
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
-    browser: str | None = None
-    devtools_mcp: str | None = None
-    host_resolver_rules: str | None = None
-    evidence_scorer: Path | None = None
-    evidence_reader: Path | None = None
-    mcp_allow_attach: bool = False
-    ray_address: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """The settings ``environ`` (default ``os.environ``) gives; SettingsError names a bad value."""
-        env = os.environ if environ is None else environ
-        raw = {v.field: (env.get(v.name) or "").strip() or None for v in VARIABLES}
-        values: dict[str, Any] = {field: value for field, value in raw.items() if field not in _PARSERS}
-        for field, parse in _PARSERS.items():
-            if raw[field] is not None:
-                values[field] = parse(_name_of(field), raw[field])
-        values["home"] = Path(raw["home"] or DEFAULT_HOME).expanduser()
+        values = read_variables(VARIABLES, _PARSERS, environ)
+        values["home"] = Path(values["home"] or DEFAULT_HOME).expanduser()
         return cls(**values)
 
     @property
@@ -110,11 +89,26 @@ class Settings:
         return max(1, self.torch_threads or (os.cpu_count() or 1))
 
 
-def _name_of(field: str) -> str:
-    return next(v.name for v in VARIABLES if v.field == field)
+Parser = Callable[[str, str], Any]
 
 
-def _seconds(minimum: float) -> Callable[[str, str], float]:
+def read_variables(variables: Iterable[Variable], parsers: Mapping[str, Parser],
+                   environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Field -> value of ``variables`` in ``environ`` (default ``os.environ``): brt's one read of a ``BRT_*``
+    variable. An empty value is None; ``parsers`` (by field) type a set value, with SettingsError naming it."""
+    env = os.environ if environ is None else environ
+    table = list(variables)
+    raw = {v.field: (env.get(v.name) or "").strip() or None for v in table}
+    values: dict[str, Any] = {field: value for field, value in raw.items() if field not in parsers}
+    for v in table:
+        if v.field in parsers and raw[v.field] is not None:
+            values[v.field] = parsers[v.field](v.name, raw[v.field])
+    return values
+
+
+def seconds_value(minimum: float) -> Parser:
+    """A parser of a number of seconds of at least ``minimum``."""
+
     def parse(name: str, value: str) -> float:
         try:
             seconds = float(value)
@@ -137,11 +131,13 @@ def _threads(name: str, value: str) -> int:
     return threads
 
 
-def _path(name: str, value: str) -> Path:
+def path_value(name: str, value: str) -> Path:
+    """A path, ``~`` expanded."""
     return Path(value).expanduser()
 
 
-def _switch(name: str, value: str) -> bool:
+def switch_value(name: str, value: str) -> bool:
+    """On (1, true, yes, on) or off (0, false, no, off)."""
     lowered = value.lower()
     if lowered in ("1", "true", "yes", "on"):
         return True
@@ -150,26 +146,16 @@ def _switch(name: str, value: str) -> bool:
     raise SettingsError(f"{name}={value!r}: expected 1, true, yes, on or 0, false, no, off")
 
 
-def _ray_address(name: str, value: str) -> str:
-    if value in ("auto", "local") or (value.startswith("ray://") and len(value) > len("ray://")):
-        return value
-    raise SettingsError(f"{name}={value!r}: expected auto, local or a ray://host:port address")
-
-
-_PARSERS: dict[str, Callable[[str, str], Any]] = {
-    "mcp_allow_attach": _switch,
-    "ray_address": _ray_address,
+_PARSERS: dict[str, Parser] = {
     "torch_threads": _threads,
-    "model_cache": _path,
-    "evidence_scorer": _path,
-    "evidence_reader": _path,
-    "lock_timeout_s": _seconds(0.0),
-    "lease_ttl_s": _seconds(0.001),
+    "model_cache": path_value,
+    "lock_timeout_s": seconds_value(0.0),
+    "lease_ttl_s": seconds_value(0.001),
 }
 
 
 def settings() -> Settings:
-    """The settings of this process's environment, read now."""
+    """The store's settings of this process's environment, read now."""
     return Settings.from_env()
 
 

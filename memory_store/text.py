@@ -21,13 +21,16 @@ import functools
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal, TypeVar
+
+_T = TypeVar("_T")
 
 __all__ = [
     "BACKENDS", "CALENDAR_WORDS", "CONTEXT_STOP_WORDS", "CRITERION_STOP_WORDS", "DEFAULT_BACKEND",
     "HEADING_MAX_WORDS", "LIST_MARKER", "MONTHS", "MONTH_NAMES", "SLUG_STOP_WORDS", "STOP_WORDS",
-    "TOPIC_STOP_WORDS", "WEEKDAYS", "collapse", "content_words", "is_heading", "is_list_item", "sentence_spans",
-    "sentences", "singular", "split_lines", "stem", "terms", "words",
+    "NUMBER_SHAPES", "TOPIC_STOP_WORDS", "WEEKDAYS", "WORD_SHAPES", "collapse", "content_words", "is_heading",
+    "is_list_item", "long_run_pattern", "month_number", "number_pattern", "number_value", "sentence_spans",
+    "sentence_windows", "sentences", "singular", "split_lines", "stem", "terms", "tokens", "word_pattern", "words",
 ]
 
 DEFAULT_BACKEND = "syntok"
@@ -188,6 +191,20 @@ def sentences(text: str, *, backend: str = DEFAULT_BACKEND) -> list[str]:
     return [text[a:b] for a, b in sentence_spans(text, backend=backend)]
 
 
+def sentence_windows(count: int, size: int, take: Callable[[int, int], _T | None]) -> list[_T]:
+    """brt's one passage windower: every run of 1 to ``size`` consecutive sentences ``lo..hi`` (inclusive) of
+    ``count``, by ``lo`` then ``hi``; ``take(lo, hi)`` makes the item of a window, or None, which ends the
+    longer windows from ``lo`` (too many words, a heading inside)."""
+    out: list[_T] = []
+    for lo in range(count):
+        for hi in range(lo, min(count, lo + size)):
+            item = take(lo, hi)
+            if item is None:
+                break
+            out.append(item)
+    return out
+
+
 def is_list_item(sentence: str) -> bool:
     """Whether a sentence opens with a list bullet or number ("- ", "• ", "3. ", "2) ")."""
     return LIST_MARKER.match(sentence) is not None
@@ -206,7 +223,93 @@ STOP_WORDS = frozenset(
     within without would yet you your yours""".split()
 )
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# -- word and number shapes: every word or number regex of brt ----------------------------------------------
+# Each use keeps the shape it was written and measured with (a change of shape changes verdicts and fitted
+# features); they live here so that there is one list, and ``tests/unit/test_architecture.py`` forbids a word or
+# number regex anywhere else.
+
+WordShape = Literal["word", "identifier", "contraction", "alpha", "letters", "latin", "apostrophe", "term", "query",
+                    "name", "label", "capitalised", "proper", "ascii", "spaced"]
+#: A word as each use reads it.
+WORD_SHAPES: dict[str, str] = {
+    # letters and digits: ``words``/``content_words``/``terms``, the chunker's long runs
+    "word": r"[^\W_]+",
+    # letters, digits and the underscore: a lead's n-grams against the page (``harvest/lead.py``)
+    "identifier": r"\w+",
+    # a word with its contraction ("don't"): the support model's alignment, a claim's word count (audit)
+    "contraction": r"[^\W_]+(?:['’][^\W_]+)?",
+    # letters only: a quote's words that a dropped negating prefix may stand before (``audit/quotes``)
+    "alpha": r"[^\W\d_]+",
+    # letters only, hyphen and apostrophe compounds ("state-of-the-art"): prose in a script (``render_need``)
+    "letters": r"[^\W\d_]+(?:[-'’][^\W\d_]+)*",
+    # an ASCII word not glued to a word character: the context words around a quantity (``quantities``)
+    "latin": r"(?<![\w])[A-Za-z][A-Za-z'’-]*",
+    # ASCII letters and apostrophes: the words of a heading that may lean on its page (``concept_index.build``)
+    "apostrophe": r"[A-Za-z']+",
+    # ASCII letters and digits with ``/ + ' -`` inside ("HTTP/2", "C++"): a criterion's keywords (``acceptance``)
+    "term": r"[A-Za-z0-9][A-Za-z0-9/+'’-]*",
+    # a word with ``. + -`` inside ("node.js", "c++"): the words a signature query adds (``evidence/queries``)
+    "query": r"[\w][\w.+-]*",
+    # a name with ``/ + . -`` inside that neither starts nor ends with one ("HTTP/3"): ``relevance``
+    "name": r"[^\W_][\w/+.-]*[^\W_]|[^\W_]",
+    # an ASCII word of a concept label, apostrophes and hyphens inside: ``concept_index.text``
+    "label": r"[A-Za-z][A-Za-z0-9'’\-]*[A-Za-z0-9]|[A-Za-z]",
+    # a capitalised word, digits, apostrophes and hyphens after it: names a question mentions (``queries``)
+    "capitalised": r"\b[A-Z][\w'’-]*",
+    # a capitalised ASCII word of two letters or more: names a claim states (``audit/support``)
+    "proper": r"\b[A-Z][a-zA-Z]+\b",
+    # ASCII letters and digits: a charter id made from a question (``audit/starter``)
+    "ascii": r"[A-Za-z0-9]+",
+    # anything between spaces, as ``str.split`` cuts: the chunker's word offsets
+    "spaced": r"\S+",
+}
+
+NumberShape = Literal["digits", "run", "figure", "quantity", "mention"]
+#: A number as each use reads it.
+NUMBER_SHAPES: dict[str, str] = {
+    # digits alone: block numbers ("#3, #7") of an agreement line (``audit/check``)
+    "digits": r"\d+",
+    # digits with their separators, compared after ``strip(".,")``: a question's numbers, repeated facts
+    "run": r"\d[\d,.]*",
+    # a number not inside a word, thousands grouped or not: the numbers a claim and a page state (``support``)
+    "figure": r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\d])",
+    # a stated quantity: not part of a code, a fraction or a list of digits ("COVID-19", "1/2", "3.4.5")
+    "quantity": r"(?<![\w.,/])(?<![A-Za-z]-)(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]*[,.]?\d)",
+    # any digit or number word: whether an elided part of a quote held a number (``audit/quotes``)
+    "mention": r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty"
+    r"|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|billion|half|twice|double|triple)\b",
+}
+
+
+@functools.cache
+def word_pattern(shape: WordShape = "word") -> re.Pattern[str]:
+    """The compiled pattern of a word shape (``WORD_SHAPES``)."""
+    return re.compile(WORD_SHAPES[shape])
+
+
+@functools.cache
+def number_pattern(shape: NumberShape, *, ignore_case: bool = False) -> re.Pattern[str]:
+    """The compiled pattern of a number shape (``NUMBER_SHAPES``); ``ignore_case`` for number words."""
+    return re.compile(NUMBER_SHAPES[shape], re.IGNORECASE if ignore_case else 0)
+
+
+@functools.cache
+def long_run_pattern(min_chars: int) -> re.Pattern[str]:
+    """Runs of ``min_chars`` or more letters and digits (a "word" of that length)."""
+    return re.compile(WORD_SHAPES["word"][:-1] + "{" + str(min_chars) + ",}")
+
+
+def tokens(text: str, shape: WordShape = "word") -> list[str]:
+    """The words of ``text`` in order, as written, read with ``shape``."""
+    return word_pattern(shape).findall(text)
+
+
+def number_value(number: str) -> float:
+    """The value of a number as written, thousands separators dropped ("1,500.5" -> 1500.5)."""
+    return float(number.replace(",", ""))
+
+
+_WORD = word_pattern("word")
 
 
 def collapse(text: str) -> str:
@@ -300,6 +403,14 @@ MONTHS: dict[str, int] = {
     **{name[:3]: i for i, name in enumerate(MONTH_NAMES, 1)},
     "sept": 9,
 }
+
+
+def month_number(name: str) -> int:
+    """A month's number from its name or abbreviation, any case, a final dot and anything past the first three
+    letters ignored ("Sept.", "March", "mar"); 0 when it names no month."""
+    return MONTHS.get(name.lower().rstrip(".")[:3], 0)
+
+
 #: Words of dates and spans of time that name no topic.
 CALENDAR_WORDS = frozenset(
     {*MONTH_NAMES, *WEEKDAYS, "today", "yesterday", "tomorrow", "day", "days", "week", "weeks", "month", "months"}

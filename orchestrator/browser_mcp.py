@@ -42,33 +42,22 @@ def devtools_arguments(proxy_url: str, executable: str) -> list[str]:
             *(f"--chromeArg={flag}" for flag in chrome)]
 
 
-def _policy(allowed_domains: list[str] | None) -> tuple[Callable[[str], bool], list[str]]:
-    """The allowlist check and the guard's exact hosts: a charter's, or any public http(s) host."""
-    from .url_safety import web_url
-
-    if allowed_domains is None:
-        return (lambda url: web_url(url) is not None), []
-    from .charter import url_allowed
-
-    domains = list(allowed_domains)
-    return (lambda url: url_allowed(url, domains)), domains
-
-
 async def serve_browser_mcp(allowed_domains: list[str] | None = None, *, command: list[str] | None = None,
                             executable: str | None = None) -> int:
     """Run chrome-devtools-mcp on this process's standard input and output, its browser behind brt's egress
     proxy; returns its exit status. ``allowed_domains``: a charter's (None: any public host)."""
+    from .egress import EgressPolicy
     from .harvest import launch
-    from .harvest.net.guard import NetGuard, resolver_rules_from_env
+    from .harvest.net.guard import NetGuard
     from .harvest.net.proxy import EgressProxy, GuardPolicy
     from .harvest.readers.devtools_mcp.client import find_devtools_mcp
 
-    allowed, exact = _policy(allowed_domains)
-    guard = NetGuard(exact, resolver_rules=resolver_rules_from_env())
+    egress = EgressPolicy.for_run(allowed_domains)  # None: any public http(s) host
+    guard = NetGuard(egress.exact_hosts, resolver_rules=egress.resolver_rules)
     argv = command or find_devtools_mcp()
     browser = executable or launch.find_browser()
     env = dict(os.environ, CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS="1")
-    async with EgressProxy(GuardPolicy(allowed, guard)) as proxy:
+    async with EgressProxy(GuardPolicy(egress.permits, guard)) as proxy:
         proc = await asyncio.create_subprocess_exec(*argv, *devtools_arguments(proxy.url, browser), env=env)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

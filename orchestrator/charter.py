@@ -3,7 +3,6 @@ errors that name the file and the field path."""
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 from pathlib import Path
@@ -12,6 +11,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from memory_store.errors import BrtException
+
+from .egress import EgressPolicy
+from .egress import host_allowed as host_allowed  # the allowlist's semantics live in egress; the API keeps these
+from .egress import url_allowed as url_allowed
 from .errors import CharterError
 
 CHARTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}\Z")
@@ -140,48 +144,6 @@ class Retrieval(_Strict):
     mmr_lambda: float | None = Field(0.7, ge=0.0, le=1.0)
 
 
-def host_allowed(host: str | None, allowed_domains: list[str]) -> bool:
-    """Host-suffix match (docs/contracts.md, "Charter"): "web.dev" allows "web.dev" and "x.web.dev", never "notweb.dev";
-    an IP address or "localhost" allows that exact host only."""
-    if not host:
-        return False
-    host = host.lower().rstrip(".")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    for domain in allowed_domains:
-        if host == domain:
-            return True
-        if _is_exact_only(domain):
-            continue
-        if host.endswith("." + domain):
-            return True
-    return False
-
-
-def _is_exact_only(domain: str) -> bool:
-    if domain == "localhost":
-        return True
-    try:
-        ipaddress.ip_address(domain.strip("[]"))
-        return True
-    except ValueError:
-        return False
-
-
-def url_allowed(url: str, allowed_domains: list[str]) -> bool:
-    """True when ``url`` is http(s), carries no userinfo and its host, as a browser parses it (WHATWG,
-    ``url_safety.py``), is on the allowlist."""
-    from .url_safety import web_url  # security: one URL parser and one scheme rule for checks and browser
-
-    parsed = web_url(url) if isinstance(url, str) else None
-    return parsed is not None and host_allowed(parsed.host, allowed_domains)
-
-
-_DOMAIN_RE = re.compile(
-    r"^(?=.{1,253}\Z)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\Z"
-)
-
-
 class Charter(_Strict):
     id: str
     title: str = Field(min_length=1)
@@ -221,17 +183,7 @@ class Charter(_Strict):
     @field_validator("allowed_domains")
     @classmethod
     def _check_domains(cls, value: list[str]) -> list[str]:
-        cleaned = []
-        for i, domain in enumerate(value):
-            d = domain.strip().lower().rstrip(".")
-            if "://" in d or "/" in d or not d:
-                raise ValueError(
-                    f"item {i} ({domain!r}) must be a bare host name such as 'web.dev', not a URL"
-                )
-            if not (_is_exact_only(d) or _DOMAIN_RE.match(d)):
-                raise ValueError(f"item {i} ({domain!r}) is not a valid host name or IP address")
-            cleaned.append(d.strip("[]"))
-        return cleaned
+        return EgressPolicy.parse_domains(value)
 
     @model_validator(mode="after")
     def _check_seeds(self) -> Charter:
@@ -243,12 +195,13 @@ class Charter(_Strict):
                 raise _FieldError(f"seeds.{i}", f"{seed!r} is not an absolute http(s) URL")
             if parts.has_credentials:
                 raise _FieldError(f"seeds.{i}", f"{seed!r}: {CREDENTIALS_REASON}")
-            if not host_allowed(parts.host, self.allowed_domains):
+            if not EgressPolicy.of(self.allowed_domains).permits_host(parts.host):
                 raise _FieldError(
                     f"seeds.{i}", f"{seed!r} is not on allowed_domains ({', '.join(self.allowed_domains)})"
                 )
+        egress = EgressPolicy.of(self.allowed_domains)
         for domain in self.harvest.selectors:
-            if not host_allowed(domain.lower(), self.allowed_domains):
+            if not egress.permits_host(domain.lower()):
                 raise _FieldError(
                     f"harvest.selectors.{domain}", "names a domain that is not on allowed_domains"
                 )
@@ -286,11 +239,17 @@ class Charter(_Strict):
                     best = (len(d), selector)
         return best[1] if best else None
 
+    def egress(self) -> EgressPolicy:
+        """This charter's egress policy (its allowlist and the settings' resolver rules): build it once per run
+        and hand it over."""
+        return EgressPolicy.for_run(self.allowed_domains)
+
     def allows(self, url: str) -> bool:
-        return url_allowed(url, self.allowed_domains)
+        """Whether ``url`` is on the allowlist (the Python API's shorthand; brt's own code asks the policy)."""
+        return EgressPolicy.of(self.allowed_domains).permits(url)
 
 
-class _FieldError(ValueError):
+class _FieldError(BrtException, ValueError):
     """A validation error raised from a model validator that knows its exact field path."""
 
     def __init__(self, field: str, message: str):

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_store.text import SLUG_STOP_WORDS
+from memory_store.text import SLUG_STOP_WORDS, tokens
 
 from .errors import CharterError, StarterExists
 
@@ -30,7 +30,7 @@ class StarterCharter:
 
 
 def _slug(question: str) -> str:
-    words = [w for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in SLUG_STOP_WORDS]
+    words = [w for w in tokens(question.lower(), "ascii") if w not in SLUG_STOP_WORDS]
     slug = ""
     for w in words:
         if len(slug) + len(w) + 1 > 40:

@@ -13,13 +13,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memory_store.errors import BrtException
+
 __all__ = ["MAX_DEPTH", "CharterSyntaxError", "check_json", "check_yaml", "yaml_loader"]
 
 #: Deepest nesting of mappings and lists accepted in a charter file.
 MAX_DEPTH = 32
 
 
-class CharterSyntaxError(ValueError):
+class CharterSyntaxError(BrtException, ValueError):
     """A problem found before validation; ``field`` is the key path where known ("" otherwise)."""
 
     def __init__(self, message: str, field: str = ""):

@@ -87,8 +87,11 @@ def _settings() -> Check:
     from memory_store.errors import SettingsError
     from memory_store.settings import settings
 
+    from .settings import run_settings
+
     try:
         settings()
+        run_settings()
     except SettingsError as exc:
         return Check("settings", "missing", True, str(exc), "fix or unset the variable it names (each is described "
                      "in the CLI reference, \"Environment variables\")")
@@ -97,10 +100,9 @@ def _settings() -> Check:
 
 def _browser() -> tuple[Check, str | None]:
     """The browser check, and the executable found (None when there is none)."""
-    from memory_store.settings import settings
-
     from .errors import BrowserNotFound
     from .harvest.launch import find_browser
+    from .settings import run_settings
 
     try:
         path = find_browser()
@@ -109,7 +111,7 @@ def _browser() -> tuple[Check, str | None]:
         detail, _, lead = first.partition(". ")  # "No ... was found. Install one of:" + the ways, a line each
         fix = "\n".join([lead[:1].lower() + lead[1:]] * bool(lead) + [line.strip() for line in rest]) or None
         return Check("browser", "missing", True, detail.rstrip("."), fix), None
-    how = "BRT_BROWSER" if settings().browser else "Playwright's managed Chromium" if "ms-playwright" in path \
+    how = "BRT_BROWSER" if run_settings().browser else "Playwright's managed Chromium" if "ms-playwright" in path \
         else "on PATH"
     return Check("browser", "ok", True, f"{path} ({how})"), path
 
@@ -232,6 +234,7 @@ def _evidence_models() -> Check:
 
 def _home() -> Check:
     from memory_store.settings import settings
+
 
     home = settings().home
     try:

@@ -1,6 +1,6 @@
 """Exceptions raised by the orchestrator, and the one place where the browser's errors are read.
 
-    BrtError
+    BrtError                   (derives from memory_store.errors.BrtException, the root of every brt error)
     ├── CharterError           an invalid charter file (names the file and field path); CLI exit 2
     ├── BrowserNotFound        no Chromium/Chrome could be found or launched
     ├── BrowserError           one browser operation failed (translated by ``browser_error``; becomes an event)
@@ -40,6 +40,8 @@ word in their own terms. Playwright has few exception types and says what happen
 from __future__ import annotations
 
 import re
+
+from memory_store.errors import BrtException
 
 __all__ = [
     "ADVICE",
@@ -90,7 +92,7 @@ ADVICE = frozenset(
 )
 
 
-class BrtError(Exception):
+class BrtError(BrtException):
     """Base class of every orchestrator error. ``advice``: one of :data:`ADVICE` (the shells word it), or None."""
 
     advice: str | None = None

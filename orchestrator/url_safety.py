@@ -17,7 +17,7 @@ URL that was serialised from what was checked.
     credentials_refusal(url)                  -> "URL carries credentials (user:pass@); brt never logs in"
 
 **One scheme rule**: brt fetches, lets the browser connect to, and cites only ``http`` and ``https`` URLs with a
-host (``WEB_SCHEMES``; :func:`web_url`). The allowlist (``charter.url_allowed``), the egress proxy, the document
+host (``WEB_SCHEMES``; :func:`web_url`). The allowlist (``egress.EgressPolicy``), the egress proxy, the document
 fetcher, the link filter, the static reader and ``add_page`` all decide with it; ``file:``, ``ftp:``, ``ws:``,
 ``data:``, ``javascript:`` and every other scheme are never a page.
 

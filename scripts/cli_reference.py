@@ -77,10 +77,10 @@ def _summary(command) -> str:
 
 
 def _environment_table() -> str:
-    from memory_store.settings import VARIABLES
+    from orchestrator.settings import ALL_VARIABLES
 
     rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
-    rows += [f"| `{v.name}` | {v.default} | {v.meaning} |" for v in VARIABLES]
+    rows += [f"| `{v.name}` | {v.default} | {v.meaning} |" for v in ALL_VARIABLES]
     return "\n".join(rows)
 
 

@@ -26,7 +26,6 @@ Verdict of a claim, worst first: ``citation unresolved``, ``quote not verbatim``
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -299,9 +298,7 @@ def _from_reference(c: Citation, parsed: ParsedReport, source: EvidenceSource, c
 
 
 def _allowed(href: str, source: EvidenceSource) -> bool:
-    from ..charter import url_allowed
-
-    return source.allowed_domains is None or url_allowed(href, source.allowed_domains)
+    return source.egress is None or source.egress.permits(href)
 
 
 def _check_date(check: CitationCheck, problems: list[Problem]) -> None:
@@ -485,6 +482,8 @@ def _page_states(source: EvidenceSource, url: str, value: str) -> bool:
 
 def _agreement(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource, result: ClaimResult) -> None:
     """``[X Agreement] N sources agree on V (#a, #b)``: the blocks named cite N pages, and each states V."""
+    from memory_store.text import number_pattern
+
     from .claims import AGREE_PART
 
     label = str(claim.info.get("label") or "")
@@ -493,7 +492,7 @@ def _agreement(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSource,
     if not parts:
         result.problems.append(Problem("agreement_not_found", "the line names no agreement brt can check"))
     for m in parts:
-        ns = [int(x) for x in re.findall(r"\d+", m.group("blocks"))]
+        ns = [int(x) for x in number_pattern("digits").findall(m.group("blocks"))]
         urls = list(dict.fromkeys(u for n in ns for u in blocks.get(n, [])))
         value, count = m.group("value"), int(m.group("count"))
         missing = [n for n in ns if n not in blocks]

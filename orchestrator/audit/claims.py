@@ -39,6 +39,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from memory_store.text import month_number, word_pattern
+
 from .report_markdown import MASKED, Block, Flat, Token, find_quotes, read_blocks, unescape
 
 __all__ = ["Citation", "ParsedReport", "ReportClaim", "iso_date", "parse_report", "unescape_markdown"]
@@ -115,8 +117,6 @@ def unescape_markdown(text: str) -> str:
 
 # -- dates ----------------------------------------------------------------------------------------------------
 
-_MONTHS = {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10,
-           "nov": 11, "dec": 12}
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
           r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
 _ORD = r"(?:st|nd|rd|th)?"
@@ -141,10 +141,10 @@ def iso_date(text: str) -> str:
         return _ymd(int(m.group(1)), int(m.group(2)), int(m.group(3))) or text
     m = re.fullmatch(r"(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]+)\.?,?\s+(\d{4})", t) or None
     if m:
-        return _ymd(int(m.group(3)), _MONTHS.get(m.group(2)[:3], 0), int(m.group(1))) or text
+        return _ymd(int(m.group(3)), month_number(m.group(2)), int(m.group(1))) or text
     m = re.fullmatch(r"([a-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})", t)
     if m:
-        return _ymd(int(m.group(3)), _MONTHS.get(m.group(1)[:3], 0), int(m.group(2))) or text
+        return _ymd(int(m.group(3)), month_number(m.group(1)), int(m.group(2))) or text
     return text
 
 
@@ -440,7 +440,7 @@ _UNSUPPORTED = re.compile(_MARK + r"|^\s*(?:\*\*|_)?(?:unsupported|no evidence|u
                           re.IGNORECASE)
 _LEADING_CITES = re.compile("\\s*(?:[—–-]\\s*)?(?:\u27e6(\\d+)\u27e7[.,;:]?"
                             "|\\((?:last[- ])?(?:updated|modified)[^)]{0,60}\\)[.,;:]?)")
-_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+_WORDS = word_pattern("contraction")
 
 
 def _span_claims(block: Block, flat: Flat, spans: list[tuple[int, int]], ctx: _Ctx) -> list[ReportClaim]:
@@ -556,7 +556,7 @@ def _framing(text: str) -> bool:
     """An uncited sentence about the report itself ("Below is a summary of what the pages say")."""
     from memory_store.text import content_words
 
-    if re.search(r"\d", text) or find_quotes(text):
+    if any(c.isdecimal() for c in text) or find_quotes(text):
         return False
     words = content_words(MASKED.sub(" ", text))
     # up to two topic words, each naming what a word about the report is about ("the harbour pages"): a word

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from ..egress import EgressPolicy
 from .errors import AuditError
 
 if TYPE_CHECKING:
@@ -51,10 +52,12 @@ class EvidenceSource:
     acceptance: list[dict[str, Any]] | None = None  # the recorded synthesis's verdicts (None: none recorded)
     verified: str | None = None  # what was verified before the check (the snapshot's or the store's verdict)
     warnings: list[str] = field(default_factory=list)  # what that verification warned of
+    egress: EgressPolicy | None = field(init=False, default=None, repr=False)  # of allowed_domains (None: none)
     _by_key: dict[str, SourcePage] = field(default_factory=dict, repr=False)
     _chunks_by_key: dict[str, list[SourceChunk]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        self.egress = None if self.allowed_domains is None else EgressPolicy.of(self.allowed_domains)
         for page in self.pages:
             for url in (page.url, *page.other_urls):
                 key = url_key(url)

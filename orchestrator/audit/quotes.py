@@ -25,6 +25,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from memory_store.text import number_pattern, tokens
+
 __all__ = ["NEGATION", "QuoteMatch", "fold", "match_quote"]
 
 _FOLD = str.maketrans({"‘": "'", "’": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"', "″": '"',
@@ -36,9 +38,7 @@ NEGATION = re.compile(
     r"|except|lack|lacks|lacked|fails?|failed)\b(?!-)|n['’]t\b",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty"
-                     r"|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|billion|half|twice"
-                     r"|double|triple)\b", re.IGNORECASE)
+_NUMBER = number_pattern("mention", ignore_case=True)
 _NEG_PREFIX = re.compile(r"\b(?:un|in|im|ir|il|non|dis)-?([a-z]{3,})\b", re.IGNORECASE)
 _ENDS = re.compile(r"^(?:\s*(?:…|\.\s?\.\s?\.))+\s*|\s*(?:(?:…|\.\s?\.\s?\.)\s*)+$")
 _MAX_TRIES = 200
@@ -118,7 +118,7 @@ def _changes_meaning(gap: str, kept: str) -> str | None:
     num = _NUMBER.search(gap)
     if num and (_NUMBER.search(kept) or _near_edge(gap, num)):
         return f"the elision leaves out a number ({gap[max(0, num.start() - 20):num.end() + 20].strip()!r})"
-    words = {w.lower() for w in re.findall(r"[^\W\d_]{3,}", kept)}
+    words = {w.lower() for w in tokens(kept, "alpha") if len(w) >= 3}
     for m in _NEG_PREFIX.finditer(gap):
         if m.group(1).lower() in words:
             return f"the elision leaves out {m.group(0)!r}, the opposite of a word the quote keeps"

@@ -55,6 +55,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memory_store.errors import BrtException
+from memory_store.text import number_pattern, word_pattern
+
 __all__ = [
     "ALIGN_MARGIN", "COS_CEIL", "COS_FLOOR", "EMBED_TOP", "FEATURES", "MODEL_PATH", "READ_TOP", "SUPPORTED", "WEAK",
     "SupportModel", "closest", "features", "load_model", "negated", "numbers", "passages", "signals",
@@ -77,7 +80,7 @@ FEATURES = ("words", "stated", "cover", "novel", "negation", "prefix", "numbers"
             "swap", "shift", "contrary", "contrary_rel", "entity")
 
 
-class SupportModelError(RuntimeError):
+class SupportModelError(BrtException, RuntimeError):
     """The support model's weights file is missing, altered or malformed."""
 
 
@@ -157,7 +160,7 @@ WEAK = _cutoff("weak", 0.2)
 
 # -- text signals ---------------------------------------------------------------------------------------------
 
-_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\d])")
+_NUMBER = number_pattern("figure")
 _UNITS = {
     "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
     "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
@@ -219,7 +222,7 @@ def _sentences(text: str) -> tuple[str, ...]:
     return tuple(sentences(text)) or (text,)
 
 
-_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+_TOKEN = word_pattern("contraction")
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -416,7 +419,7 @@ _FUNCTION = frozenset("a an the of to and is are was were be been being it its t
                       "for with at on in from which who".split())
 
 
-_CAPITAL = re.compile(r"\b[A-Z][a-zA-Z]+\b")
+_CAPITAL = word_pattern("proper")
 
 
 def _names(text: str) -> set[str]:
@@ -434,7 +437,7 @@ def _negate_words(statement: str, stems: set[str]) -> str:
     from memory_store.text import stem
 
     out, at, n = [], 0, 0
-    for m in re.finditer(r"[^\W_]+", statement):
+    for m in word_pattern("word").finditer(statement):
         if n < 3 and stem(m.group(0).lower()) in stems:
             out += [statement[at:m.start()], "not "]
             at, n = m.start(), n + 1
@@ -550,14 +553,12 @@ def passages(text: str, *, max_words: int = 90, span: int = 3) -> list[str]:
     """The passages of a page's text a claim is scored against: every sentence, and every run of up to
     ``span`` consecutive sentences (a claim may join them; lines count as sentences) under ``max_words``
     words, whitespace collapsed."""
-    from memory_store.text import sentence_spans
+    from memory_store.text import sentence_spans, sentence_windows
 
     spans = sentence_spans(text)
-    out = []
-    for i, (a, _) in enumerate(spans):
-        for j in range(i, min(i + span, len(spans))):
-            joined = " ".join(text[a:spans[j][1]].split())
-            if j > i and len(joined.split()) > max_words:
-                break
-            out.append(joined)
-    return list(dict.fromkeys(out))
+
+    def take(i: int, j: int) -> str | None:
+        joined = " ".join(text[spans[i][0]:spans[j][1]].split())
+        return None if j > i and len(joined.split()) > max_words else joined
+
+    return list(dict.fromkeys(sentence_windows(len(spans), span, take)))

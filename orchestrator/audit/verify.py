@@ -34,13 +34,13 @@ and the field; they are left out of the other checks, so a mutated snapshot gets
 
 from __future__ import annotations
 
-import base64
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..egress import EgressPolicy
 from .snapshot import Snapshot, read_snapshot
 
 __all__ = ["Finding", "VerifyReport", "quote_in_chunk", "verify", "verify_store"]
@@ -151,9 +151,10 @@ def verify(snapshot: str | Path, *, har: str | Path | None = None, check_har: bo
     report = VerifyReport(snap.path, har_path if check_har else None)
     _manifest(snap, report)
     _chunks(snap, report)
-    allowed = _charter(snap, report, charter_file)
-    _pages(snap, report, allowed)
-    _evidence(snap, report, allowed)
+    domains = _charter(snap, report, charter_file)
+    egress = None if domains is None else EgressPolicy.of(domains)
+    _pages(snap, report, egress)
+    _evidence(snap, report, egress)
     if check_har:
         proofs = _har(snap, report, har_path, follow_symlinks=har is not None)
         if proofs is not None:
@@ -178,9 +179,9 @@ def verify_store(charter: Any) -> VerifyReport:
     for problem in check.problems:
         report.fail("store", str(problem))
     _chunks(snap, report)
-    allowed = list(charter.allowed_domains)
-    _pages(snap, report, allowed)
-    _evidence(snap, report, allowed)
+    egress = EgressPolicy.of(charter.allowed_domains)
+    _pages(snap, report, egress)
+    _evidence(snap, report, egress)
     har = merged_har(har_files(mem))
     if har is None:
         if snap.pages:
@@ -280,9 +281,7 @@ def _charter(snap: Snapshot, report: VerifyReport, charter_file: str | Path | No
     return allowed
 
 
-def _pages(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -> None:
-    from ..charter import url_allowed
-
+def _pages(snap: Snapshot, report: VerifyReport, egress: EgressPolicy | None) -> None:
     held: dict[str, set[str]] = {}
     for page in snap.pages:
         ids = set(page.get("chunk_ids") or [])
@@ -294,7 +293,7 @@ def _pages(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -> N
         for cid in page.get("chunk_ids") or []:
             if cid not in snap.chunks:
                 report.fail("pages", f"page {final} lists chunk {cid}, which is not in the snapshot")
-        if allowed is not None and not url_allowed(final, allowed):
+        if egress is not None and not egress.permits(final):
             report.fail("pages", f"page {final} is not on the charter's allowlist")
     for cid, rec in snap.chunks.items():
         holders = [rec.get("url"), *(rec.get("also_seen_at") or [])]
@@ -303,7 +302,7 @@ def _pages(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -> N
     report.checked["pages"] = len(snap.pages)
 
 
-def _evidence(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -> None:
+def _evidence(snap: Snapshot, report: VerifyReport, egress: EgressPolicy | None) -> None:
     syn = snap.synthesis
     if syn is None:
         report.warn("evidence", "no synthesis recorded (the charter was not synthesized before /clean)")
@@ -328,18 +327,16 @@ def _evidence(snap: Snapshot, report: VerifyReport, allowed: list[str] | None) -
             for i, source in enumerate([b, *_also_at(b)]):  # every page a block cites is checked alike
                 quotes += 1
                 urls.add(str(source.get("url") or ""))
-                _block(snap, report, where if i == 0 else f"{where} (also at {i})", source, allowed)
-    _conflicts(snap, syn, report, sections, allowed)
+                _block(snap, report, where if i == 0 else f"{where} (also at {i})", source, egress)
+    _conflicts(snap, syn, report, sections, egress)
     report.checked["quotes"] = quotes
     report.checked["sections"] = len(sections)
     report.checked["urls"] = len(urls)
 
 
-def _block(snap: Snapshot, report: VerifyReport, where: str, b: dict[str, Any], allowed: list[str] | None) -> None:
+def _block(snap: Snapshot, report: VerifyReport, where: str, b: dict[str, Any], egress: EgressPolicy | None) -> None:
     """One evidence block: its chunk is in the snapshot and held by the cited page, its quote a verbatim span of
     that chunk, its URL on the allowlist, its date the page's, its Markdown line the same quote."""
-    from ..charter import url_allowed
-
     url, cid = str(b.get("url") or ""), str(b.get("chunk_id"))
     chunk = snap.chunks.get(cid)
     if chunk is None:
@@ -349,7 +346,7 @@ def _block(snap: Snapshot, report: VerifyReport, where: str, b: dict[str, Any], 
         report.fail("evidence", f"{where}: the quote is not a verbatim span of chunk {cid}")
     if url not in [chunk.get("url"), *(chunk.get("also_seen_at") or [])]:
         report.fail("evidence", f"{where}: chunk {cid} does not belong to {url}")
-    if allowed is not None and not url_allowed(url, allowed):
+    if egress is not None and not egress.permits(url):
         report.fail("evidence", f"{where}: {url} is not on the charter's allowlist")
     page = snap.page_for(url)
     if page is None:
@@ -374,7 +371,7 @@ def _also_at(block: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _conflicts(snap: Snapshot, syn: dict[str, Any], report: VerifyReport, sections: list[dict[str, Any]],
-               allowed: list[str] | None) -> None:
+               egress: EgressPolicy | None) -> None:
     """Every side of a conflict cites a source its section holds (a block or one of its ``also_at`` pages), quote
     and URL alike; or, a page no block cites (``n`` 0), a chunk of the snapshot checked as a block is: held by
     that page, the quote a verbatim span of it, the URL allowed, the date the page's."""
@@ -383,7 +380,7 @@ def _conflicts(snap: Snapshot, syn: dict[str, Any], report: VerifyReport, sectio
         for side in ("a", "b"):
             claim = c.get(side) or {}
             if not claim.get("n") and claim.get("chunk_id"):
-                _block(snap, report, f"conflict in {c.get('section')!r} ({side})", claim, allowed)
+                _block(snap, report, f"conflict in {c.get('section')!r} ({side})", claim, egress)
                 continue
             sources = [
                 src
@@ -395,15 +392,10 @@ def _conflicts(snap: Snapshot, syn: dict[str, Any], report: VerifyReport, sectio
                 report.fail("evidence", f"conflict in {c.get('section')!r} cites a block the section does not hold")
 
 
-def _body(content: dict[str, Any]) -> bytes:
-    text = content.get("text") or ""
-    return base64.b64decode(text) if content.get("encoding") == "base64" else str(text).encode("utf-8")
-
-
 def har_bodies(har: Path | dict[str, Any]) -> dict[str, list[tuple[int, str]]]:
     """URL (fragment dropped) -> (status, sha256 of the body) of every response the HAR holds (a path, or the
     HAR already read)."""
-    from ..harvest.har import sha256_hex
+    from ..harvest.har import content_bytes, read_har, sha256_hex
 
     data = read_har(har) if isinstance(har, Path) else har
     out: dict[str, list[tuple[int, str]]] = {}
@@ -411,30 +403,11 @@ def har_bodies(har: Path | dict[str, Any]) -> dict[str, list[tuple[int, str]]]:
         try:
             url = str(entry["request"]["url"]).split("#", 1)[0]
             response = entry["response"]
-            body = _body(response.get("content") or {})
+            body = content_bytes(response.get("content") or {})
             out.setdefault(url, []).append((int(response.get("status") or 0), sha256_hex(body)))
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return out
-
-
-def read_har(har: Path, *, follow_symlinks: bool = True) -> dict[str, Any]:
-    """The HAR at ``har`` (a regular file holding a JSON object with a ``log`` object); ValueError otherwise.
-    ``follow_symlinks=False`` for a HAR nobody named (the one beside a snapshot): a symlink there is refused."""
-    import json
-
-    from ..files import FileRefused, open_regular
-
-    try:
-        with open_regular(har, what="HAR", follow_symlinks=follow_symlinks) as fh:
-            data = json.load(fh)
-    except FileRefused as exc:
-        raise ValueError(str(exc)) from None
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-    if not isinstance(data, dict) or not isinstance(data.get("log"), dict):
-        raise ValueError("not a HAR (no log object)")
-    return data
 
 
 @dataclass
@@ -447,6 +420,8 @@ class _Har:
 
     @classmethod
     def read(cls, path: Path, *, follow_symlinks: bool = True) -> _Har:
+        from ..harvest.har import read_har
+
         return cls.of(read_har(path, follow_symlinks=follow_symlinks))
 
     @classmethod

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memory_store.text import terms
+from memory_store.text import number_pattern, terms, word_pattern
 
 if TYPE_CHECKING:
     from ..charter import Section
@@ -30,7 +30,7 @@ _FRAME = re.compile(
     r"|" + _AUX + r"\s+(?:i|we|you|they|one|it|a|an|the))(?![\w'’])\s*",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[\w][\w.+-]*", re.UNICODE)
+_WORD = word_pattern("query")
 MAX_SIGNATURE_QUERIES = 4
 COUNTERFACTUAL_SUFFIX = "limitations, failures, drawbacks and criticisms"
 
@@ -89,8 +89,8 @@ _QUANTITY = re.compile(
 )
 _WH = re.compile(r"\b(who|whom|whose|when|where|why|how|what|which)\b", re.IGNORECASE)
 _YESNO = re.compile(r"^\s*" + _AUX + r"\b", re.IGNORECASE)
-_NUMBER = re.compile(r"\d[\d,.]*")
-_CAPITAL = re.compile(r"\b[A-Z][\w'’-]*")
+_NUMBER = number_pattern("run")
+_CAPITAL = word_pattern("capitalised")
 
 
 @dataclass(frozen=True)

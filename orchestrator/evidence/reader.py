@@ -76,9 +76,9 @@ class Reader:
 def reader_files() -> tuple[Path, Path]:
     """The reader's ONNX file and tokenizer: ``BRT_EVIDENCE_READER`` (a folder holding ``reader.onnx`` and
     ``reader-tokenizer/``) when set, else the shipped ones."""
-    from memory_store.settings import settings
+    from ..settings import run_settings
 
-    folder = settings().evidence_reader
+    folder = run_settings().evidence_reader
     if folder is not None:
         return folder / "reader.onnx", folder / "reader-tokenizer" / "tokenizer.json"
     return READER_FILE, TOKENIZER_FILE

@@ -99,9 +99,9 @@ def evidence_threshold(min_score: float | None = None, scorer: Scorer | None = N
 
 def scorer_path() -> Path:
     """The weights file in use: ``BRT_EVIDENCE_SCORER`` when set, else the shipped one."""
-    from memory_store.settings import settings
+    from ..settings import run_settings
 
-    return settings().evidence_scorer or DEFAULT_SCORER
+    return run_settings().evidence_scorer or DEFAULT_SCORER
 
 
 def recorded_sha256(path: Path) -> str | None:

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memory_store.embeddings import TextVectors
+
 from .features import Features, SectionVectors, featurize, with_reader
 from .queries import QueryGenerator, analyse, signature_queries, topic_phrase
 from .results import EvidenceBlock, Gap, SectionResult, Source
@@ -30,26 +32,9 @@ MIN_CHUNKS = 10
 CANDIDATES_PER_QUERY = 20
 
 
-class SentenceVectors:
+def sentence_vectors(embedder: Any, limit: int = 200_000) -> TextVectors:
     """Sentence embeddings cached by text for one synthesis; missing ones are embedded in one batch."""
-
-    def __init__(self, embedder: Any, limit: int = 200_000):
-        self.embedder = embedder
-        self.limit = limit
-        self._vecs: dict[str, Any] = {}
-
-    def __call__(self, texts: Sequence[str]) -> Any:
-        import numpy as np
-
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vecs))
-        if missing:
-            if len(self._vecs) + len(missing) > self.limit:
-                self._vecs.clear()
-            for t, v in zip(missing, self.embedder.embed_documents(missing), strict=True):
-                self._vecs[t] = v
-        if not texts:
-            return np.zeros((0, self.embedder.dim if hasattr(self.embedder, "dim") else 1), dtype="float32")
-        return np.stack([self._vecs[t] for t in texts])
+    return TextVectors(embedder.embed_documents, lambda: getattr(embedder, "dim", 1), limit)
 
 
 @dataclass
@@ -57,13 +42,13 @@ class SynthesisCache:
     """What the sections of one synthesis share: sentence vectors and each chunk's place in its page."""
 
     memory: Memory
-    vectors: SentenceVectors
+    vectors: TextVectors
     page_pos: dict[str, float] = field(default_factory=dict)
     _pages_seen: set[str] = field(default_factory=set)
 
     @classmethod
     def for_memory(cls, memory: Memory) -> SynthesisCache:
-        return cls(memory, SentenceVectors(memory.embedder))
+        return cls(memory, sentence_vectors(memory.embedder))
 
     def positions(self, hits: Sequence[Hit]) -> dict[str, float]:
         for h in hits:

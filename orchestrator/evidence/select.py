@@ -8,10 +8,9 @@ slot."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from memory_store.text import collapse, terms
+from memory_store.text import collapse, number_pattern, terms
 
 from .features import Features
 from .spans import Span
@@ -35,7 +34,7 @@ class Scored:
         return self.span.url
 
 
-_NUMBERS = re.compile(r"\d[\d,.]*")
+_NUMBERS = number_pattern("run")
 
 
 def same_facts(a: str, b: str) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from concept_index.text import LIST_MARKER, is_heading
-from memory_store.text import collapse, sentence_spans, terms
+from memory_store.text import collapse, sentence_spans, sentence_windows, terms
 
 if TYPE_CHECKING:
     from memory_store import Hit
@@ -102,17 +102,11 @@ def chunk_spans(chunk: Chunk, focus: frozenset[str], max_words: int = MAX_QUOTE_
     """The candidate quotes of ``chunk``: each sentence and each window of up to MAX_WINDOW consecutive sentences
     that fits ``max_words``; a heading only opens a window (it says what the prose under it answers), never stands
     inside or at the end of one; a longer single sentence is cut around the ``focus`` terms."""
-    out: list[Span] = []
-    n = len(chunk.spans)
-    for lo in range(n):
-        for hi in range(lo, min(n, lo + MAX_WINDOW)):
-            if hi > lo and chunk.heading[hi]:
-                break
-            span = _make_span(chunk, lo, hi, focus, max_words)
-            if span is None:
-                break
-            out.append(span)
-    return out
+
+    def take(lo: int, hi: int) -> Span | None:
+        return None if hi > lo and chunk.heading[hi] else _make_span(chunk, lo, hi, focus, max_words)
+
+    return sentence_windows(len(chunk.spans), MAX_WINDOW, take)
 
 
 def _make_span(chunk: Chunk, lo: int, hi: int, focus: frozenset[str], max_words: int) -> Span | None:

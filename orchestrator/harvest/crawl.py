@@ -65,6 +65,7 @@ class Crawl(ReadingHost):
         self.replay = replay
         self.refresh = refresh
         self.settings = charter.harvest
+        self.egress = charter.egress()  # built once: the readers, the fetcher, the proxy and the links use it
         self.report = HarvestReport(charter_id=charter.id, replay=replay)
         self.run_id = now()  # groups this harvest's events in the store's journal
         self.events: list[HarvestEvent] = []
@@ -223,7 +224,7 @@ class Crawl(ReadingHost):
 
     def new_urls(self, urls: Iterable[str]) -> list[str]:
         out = []
-        for url in filter_links(urls, self.charter.allowed_domains):
+        for url in filter_links(urls, self.egress):
             key = canonical_url(url)  # fetched as written, de-duplicated by the canonical form
             if key not in self.seen:
                 self.seen.add(key)
@@ -301,7 +302,7 @@ class Crawl(ReadingHost):
         refused = await self._admit(event, extracted.url)
         if refused is not None:
             return (links if refused == "skipped" else []), False
-        event.links = filter_links(links, self.charter.allowed_domains)[:MAX_LINKS]
+        event.links = filter_links(links, self.egress)[:MAX_LINKS]
         await self.writer.put(Fetched(event, extracted, status, content_type or "text/html", fetched_at))
         return list(event.links), True  # the links a resume would follow: at most MAX_LINKS
 

@@ -48,11 +48,13 @@ __all__ = [
     "har_urls",
     "PROVENANCE",
     "add_provenance",
+    "content_bytes",
     "mark_incomplete",
     "merge_hars",
     "provenance_record",
     "added_page_record",
     "merged_har",
+    "read_har",
     "record_added_page",
     "sha256_hex",
 ]
@@ -72,6 +74,24 @@ def har_name() -> str:
 INCOMPLETE = "incomplete:"
 
 
+def read_har(har: Path, *, follow_symlinks: bool = True) -> dict[str, Any]:
+    """brt's one HAR reader: the HAR at ``har`` (a regular file holding a JSON object with a ``log`` object);
+    ValueError otherwise (FileNotFoundError when missing). ``follow_symlinks=False`` for a HAR nobody named (the
+    one beside a snapshot): a symlink there is refused."""
+    from ..files import FileRefused, open_regular
+
+    try:
+        with open_regular(har, what="HAR", follow_symlinks=follow_symlinks) as fh:
+            data = json.load(fh)
+    except FileRefused as exc:
+        raise ValueError(str(exc)) from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if not isinstance(data, dict) or not isinstance(data.get("log"), dict):
+        raise ValueError("not a HAR (no log object)")
+    return data
+
+
 def mark_incomplete(har: Path, reason: str, pages: list[str], *, lost: bool) -> None:
     """Say in the HAR's ``log.comment`` that its recording was cut short; write a placeholder when ``lost``."""
     note = (
@@ -82,7 +102,7 @@ def mark_incomplete(har: Path, reason: str, pages: list[str], *, lost: bool) -> 
     data: dict[str, Any] | None = None
     if not lost:
         try:
-            data = json.loads(har.read_text(encoding="utf-8"))
+            data = read_har(har)
             data["log"]["comment"] = (str(data["log"].get("comment") or "") + " " + note).strip()
         except (OSError, ValueError, KeyError, TypeError):
             data = None
@@ -96,7 +116,7 @@ def mark_incomplete(har: Path, reason: str, pages: list[str], *, lost: bool) -> 
 def _replay_entries(har: Path) -> list[Any]:
     """The entries of a replay HAR file (a clear error when it cannot be read)."""
     try:
-        entries = json.loads(har.read_text(encoding="utf-8"))["log"]["entries"]
+        entries = read_har(har)["log"]["entries"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HarvestError(f"cannot read the replay HAR {har}: {exc}") from exc
     return entries if isinstance(entries, list) else []
@@ -228,7 +248,7 @@ def add_har_entries(har_path: Any, entries: list[dict[str, Any]], *, create: boo
         if create and not path.exists():
             har = empty_har()
         else:
-            har = json.loads(path.read_text(encoding="utf-8"))
+            har = read_har(path)
         log = har["log"]
     except (OSError, ValueError, KeyError) as exc:
         logger.warning("cannot add brt's own entries (documents, refused redirects) to %s: %s", path, exc)
@@ -270,7 +290,7 @@ def merged_har(hars: list[Path]) -> dict[str, Any] | None:
             logger.warning("skipping %s: a symlink, not a recording of this store", har)
             continue
         try:
-            data = json.loads(har.read_text(encoding="utf-8"))
+            data = read_har(har)
         except (OSError, ValueError) as exc:
             logger.warning("skipping unreadable HAR %s: %s", har, exc)
             continue
@@ -311,7 +331,8 @@ def merge_hars(hars: list[Path], dest: Path) -> Path | None:
     return dest
 
 
-def _content_bytes(content: dict[str, Any]) -> bytes:
+def content_bytes(content: dict[str, Any]) -> bytes:
+    """The body of a HAR entry's ``response.content`` (base64 or text)."""
     text = content.get("text") or ""
     return base64.b64decode(text) if content.get("encoding") == "base64" else str(text).encode("utf-8")
 
@@ -373,7 +394,7 @@ def add_provenance(har_path: Path, records: list[dict[str, Any]]) -> None:
         return
     path = Path(har_path)
     try:
-        har = json.loads(path.read_text(encoding="utf-8"))
+        har = read_har(path)
         log = har["log"]
         log[PROVENANCE] = [*records, *(log.get(PROVENANCE) or [])]
         tmp = path.with_suffix(".har.tmp")
@@ -403,8 +424,8 @@ class ReplayIndex:
         self.har = Path(har)
         self.entries: dict[str, tuple[int, str, dict[str, str], str | None]] = {}
         self.documents: dict[str, tuple[list[tuple[str, str]], bytes]] = {}  # HTML: (headers, body)
-        data = json.loads(Path(har).read_text(encoding="utf-8"))
-        for entry in data.get("log", {}).get("entries", []):
+        data = read_har(Path(har))
+        for entry in data["log"].get("entries", []):
             try:
                 self._add(entry)
             except (KeyError, TypeError, ValueError) as exc:
@@ -418,7 +439,7 @@ class ReplayIndex:
         status = int(response.get("status") or 0)
         pairs = [(str(h["name"]), str(h["value"])) for h in response.get("headers", [])]
         headers = {name.lower(): value for name, value in pairs}
-        body = _content_bytes(response.get("content") or {})
+        body = content_bytes(response.get("content") or {})
         location = response.get("redirectURL") or headers.get("location")
         # the browser's reading of the Location (WHATWG: "/\\evil.example" is another host, as in har_redirects)
         target = (url_safety.join(url, location) or location) if 300 <= status < 400 and location else None
@@ -434,12 +455,12 @@ class ReplayIndex:
             return None
         if key in self.documents:
             return self.documents[key][1]
-        data = json.loads(self.har.read_text(encoding="utf-8"))
-        for entry in data.get("log", {}).get("entries", []):
+        data = read_har(self.har)
+        for entry in data["log"].get("entries", []):
             try:
                 if str(entry["request"]["url"]).split("#", 1)[0] != key:
                     continue
-                return _content_bytes(entry["response"].get("content") or {})
+                return content_bytes(entry["response"].get("content") or {})
             except (KeyError, TypeError, ValueError):
                 continue
         return None

@@ -13,9 +13,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from memory_store.settings import settings
-
 from ..errors import BrowserNotFound
+from ..settings import run_settings
 
 __all__ = [
     "LAUNCH_ARGS",
@@ -85,7 +84,7 @@ def find_browser() -> str:
 
 
 def find_browser_with(managed: Callable[[], str | None]) -> str:
-    env = settings().browser
+    env = run_settings().browser
     if env:
         path = Path(env).expanduser()
         if path.is_file() and os.access(path, os.X_OK):

@@ -22,6 +22,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from memory_store.text import word_pattern
+
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
 
@@ -33,7 +35,7 @@ _BOILERPLATE = re.compile(
     r"follow us|breaking news,|latest news,|read more)\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = word_pattern("identifier")
 
 
 def _grams(text: str, n: int = 4) -> list[tuple[str, ...]]:

@@ -20,6 +20,7 @@ from memory_store import PageInput
 from memory_store.clock import now
 
 from ..config import open_memory
+from ..egress import EgressPolicy
 from ..errors import PageRefused
 from ..url_safety import hostname
 from .extract import ExtractedPage, clean_text, extract_page, select_region
@@ -87,7 +88,7 @@ def check_url(charter: Charter, url: str) -> str:
     refused = web_refusal(url)  # security: the one scheme rule; no user:pass@ stored or cited
     if refused is not None:
         raise PageRefused(f"refused the URL given: {refused}; nothing was stored")
-    if not charter.allows(url):
+    if not EgressPolicy.of(charter.allowed_domains).permits(url):
         raise PageRefused(
             f"refused {url}: its host is not on the charter's allowed_domains "
             f"({', '.join(charter.allowed_domains)}); nothing was stored"

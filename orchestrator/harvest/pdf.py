@@ -17,6 +17,8 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memory_store.errors import BrtException
+
 from .. import url_safety
 from .extract import ExtractedPage
 from .net.politeness import retry_after
@@ -73,7 +75,7 @@ def extract_pdf(data: bytes, url: str) -> tuple[ExtractedPage | None, list[str]]
     return _extracted(read_pdf(data), url)
 
 
-class PdfLimit(Exception):
+class PdfLimit(BrtException):
     """A PDF's extraction passed its time or memory limit and was stopped."""
 
 

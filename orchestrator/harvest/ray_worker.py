@@ -84,6 +84,7 @@ class WorkerHost(ReadingHost):
     def __init__(self, charter: Charter, settings: Harvest) -> None:
         self.charter = charter
         self.settings = settings
+        self.egress = charter.egress()
         self.memory: Any = None  # never touched: --refresh is not offered on Ray
         self.replay: Path | None = None
         self.refresh = False

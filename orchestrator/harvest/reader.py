@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from memory_store import Memory
 
     from ..charter import Charter, Harvest
+    from ..egress import EgressPolicy
     from .har import ReplayIndex
     from .models import HarvestEvent, HarvestReport, Outcome
 
@@ -74,6 +75,7 @@ class CrawlHost(Protocol):
 
     charter: Charter
     settings: Harvest
+    egress: EgressPolicy  # the run's egress policy, built once from the charter and the settings
     memory: Memory
     replay: Path | None
     refresh: bool
@@ -162,6 +164,7 @@ class ReadingHost:
 
     charter: Charter
     settings: Harvest
+    egress: EgressPolicy
     polite: Politeness
     robots: Robots
 

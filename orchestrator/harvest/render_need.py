@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memory_store.text import collapse, content_words
+from memory_store.text import collapse, content_words, word_pattern
 
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
@@ -202,7 +202,7 @@ _WRITES = re.compile(
 )
 _QUOTES = "\"'`"
 _MARKUP = re.compile(r"<[^>]{0,300}>")
-_WORD = re.compile(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*")
+_WORD = word_pattern("letters")
 _PUNCT = ".,:;!?\"'()[]«»“”‘’—–-…"
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|.)", re.DOTALL)
 _ARTICLE_TYPES = re.compile(r"article|blogposting|report|scholarlyarticle", re.IGNORECASE)

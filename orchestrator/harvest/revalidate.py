@@ -30,6 +30,7 @@ from .har import ReplayIndex, fingerprint_headers, sha256_hex
 
 if TYPE_CHECKING:
     from ..charter import Charter
+    from ..egress import EgressPolicy
     from .net.fetcher import DocumentFetcher
     from .net.guard import NetGuard
 
@@ -214,6 +215,7 @@ class Revalidator:
 
     charter: Charter
     javascript: bool
+    egress: EgressPolicy  # the run's: brt's own refusals of the page's requests still hold
     fetcher: DocumentFetcher | None = None
     guard: NetGuard | None = None
     replay_index: ReplayIndex | None = None
@@ -251,7 +253,7 @@ class Revalidator:
 
     async def _still_refused(self, url: str) -> bool:
         """Would brt refuse this request again (allowlist, internal address, missing from the replay HAR)?"""
-        if not self.charter.allows(url):
+        if not self.egress.permits(url):
             return True
         if self.replay_index is not None:
             return url.split("#", 1)[0] not in self.replay_index.entries

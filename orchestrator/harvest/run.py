@@ -258,13 +258,13 @@ def _engine(charter: Charter, ray: str | None) -> tuple[bool, str | None, dict[s
     ``--ray ADDRESS``, else ``BRT_RAY_ADDRESS``, else a local Ray instance started for the run; never from the
     charter (its ``harvest.ray.address`` is refused when it is loaded) nor from an MCP argument. A harvest runs
     on Ray when ``--ray`` is given or the charter says ``harvest.engine: ray``."""
-    from memory_store.settings import settings
+    from ..settings import run_settings
 
     if ray and ray not in ("local", "auto") and not ray.startswith("ray://"):
         raise HarvestError(f"--ray takes local, auto or a ray://host:port address, got {ray!r}")
     if ray is None and charter.harvest.engine != "ray":
         return False, None, None
-    configured = settings().ray_address
+    configured = run_settings().ray_address
     if ray and ray != "local":  # --ray ADDRESS
         address, source = ray, "--ray"
     elif configured is not None and ray != "local":  # --ray alone, or the charter's engine

@@ -227,7 +227,7 @@ def _record_har(source: StaticSource, url: str, result: FetchResult) -> None:
 async def _fetch(host: CrawlHost, url: str, source: StaticSource, deadline: float) -> FetchResult | None:
     """The document of ``url``: from the replay HAR, or fetched by brt's document fetcher."""
     if source.replay_index is not None:
-        result = replay_fetch(source.replay_index, url, host.charter.allows)
+        result = replay_fetch(source.replay_index, url, host.egress.permits)
         if result is not None and source.guard is not None:
             for hop in result.hops:
                 if await source.guard.check(hop) is not None:

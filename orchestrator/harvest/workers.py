@@ -28,6 +28,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from memory_store.errors import BrtException
+
 __all__ = ["MEMORY_BYTES", "WorkLimit", "in_worker", "pool_size", "shutdown", "warm"]
 
 logger = logging.getLogger(__name__)
@@ -38,7 +40,7 @@ T = TypeVar("T")
 MEMORY_BYTES = 1 << 30
 
 
-class WorkLimit(Exception):
+class WorkLimit(BrtException):
     """A call stopped at its limits: ``reason`` says which (time or memory)."""
 
 
@@ -213,7 +215,7 @@ async def in_worker(fn: Callable[..., T], /, *args: Any, limit_s: float | None =
         return await _in_thread(fn, *args, **kwargs)
 
 
-class _Unavailable(Exception):
+class _Unavailable(BrtException):
     """Worker processes cannot be started here."""
 
 

@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from memory_store.errors import BrtException
+
 from ..untrusted import agent_error
 
 __all__ = [
@@ -80,11 +82,11 @@ _OWN_ADVICE = frozenset(
 )
 
 
-class OwnToolError(ToolError):
+class OwnToolError(BrtException, ToolError):
     """A refusal in brt's own words (no text from a page, a server or a snapshot in it)."""
 
 
-class PageToolError(ToolError):
+class PageToolError(BrtException, ToolError):
     """A failure whose message may carry text brt does not vouch for; ``kind`` names the error's type; ``advice``
     (brt's own words) is shown after the quoted message."""
 
@@ -149,9 +151,9 @@ def attach_allowed(flag: bool | None = None) -> bool:
     ``BRT_MCP_ALLOW_ATTACH`` (1, true, yes or on)."""
     if flag is not None:
         return flag
-    from memory_store.settings import settings
+    from ..settings import run_settings
 
-    return settings().mcp_allow_attach
+    return run_settings().mcp_allow_attach
 
 
 def check_attach(browser_url: str | None, *, allowed: bool) -> None:

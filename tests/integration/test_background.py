@@ -190,6 +190,7 @@ def test_websocket_refusals_are_recorded_as_websocket(local_site, tmp_path, monk
     SSRF guard applies too (a name mapped to loopback is refused unless named exactly)."""
     bgserver = local_site("background")
     wsserver = local_site("websocket")
+    from orchestrator.egress import EgressPolicy
     from orchestrator.harvest.readers.playwright import open_browser
 
     ws = wsserver
@@ -200,7 +201,7 @@ def test_websocket_refusals_are_recorded_as_websocket(local_site, tmp_path, monk
             "url => new Promise(done => { const s = new WebSocket(url);"
             " s.onmessage = m => done('message ' + m.data); s.onclose = e => done('closed ' + e.code); })"
         )
-        allowed = ["127.0.0.1", "test"]
+        allowed = EgressPolicy.for_run(["127.0.0.1", "test"])  # BRT_HOST_RESOLVER_RULES read now
         async with open_browser(allowed, har_path=tmp_path / "h.har") as session:
             page = await session.new_page()
             await page.goto(bgserver.url("page.html"))

@@ -4,7 +4,9 @@ type-checking imports count), no private name imported from another module, the 
 stages < audit < service < shells: no stage imports the audit, no import runs back up a floor), ``BRT_*``
 variables read in one module only, and no function more complex than McCabe 15 (ruff's C901) outside a short
 allow-list, and the code's citations of the contracts pointing at sections of docs/contracts.md (never at a DESIGN
-file the repository does not hold). Pure AST, text and ruff: nothing of the project is imported."""
+file the repository does not hold), and no word or number regex outside memory_store.text, the allowlist matched
+only by orchestrator.egress, and every exception class under one root. Pure AST, text and ruff: nothing of the
+project is imported."""
 
 from __future__ import annotations
 
@@ -376,6 +378,194 @@ def test_environment_reads_are_found():
         "d = os.environ.get('HOME')\n"
     )
     assert [v for _, v in environment_reads(tree)] == ["BRT_HOME", "BRT_X", "BRT_Y"]
+
+
+# -- words and numbers: one module owns their patterns ----------------------------------------------------------
+
+#: The one module that may write a word or number regex (``WORD_SHAPES``, ``NUMBER_SHAPES``).
+TEXT_MODULE = "memory_store.text"
+#: Modules allowed a word or number regex of their own besides it. Nothing may be added.
+TOKENISER_ALLOWED: frozenset[str] = frozenset()
+_RE_CALLS = frozenset({"compile", "findall", "finditer", "search", "match", "fullmatch", "split", "sub", "subn"})
+_PROSE = ("the quick brown fox jumps over the lazy dog near old barns",
+          "The Quick Brown Fox Jumps Over The Lazy Dog Near Old Barns")
+_FIGURES = "paid 1,234.5 then 42 and 7 in 2020 for 99 items"
+
+
+def _literal(node: ast.AST) -> str | None:
+    """A string literal, or literals joined with ``+`` (a pattern written over several lines)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal(node.left), _literal(node.right)
+        return left + right if left is not None and right is not None else None
+    return None
+
+
+def tokenises(pattern: str) -> str | None:
+    """"word" or "number" when ``pattern`` reads words or numbers out of text (six whole words of a line of
+    prose, or four numbers of a line of figures), else None: what a pattern does, however it is spelled."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return None
+    for prose in _PROSE:
+        found = [m.group(0) for m in compiled.finditer(prose) if m.group(0)]
+        if len(found) >= 6 and all(w in prose.split() for w in found):
+            return "word"
+    numbers = [m.group(0).strip(".,") for m in compiled.finditer(_FIGURES) if m.group(0).strip(".,")]
+    if len(numbers) >= 4 and all(re.fullmatch(r"[\d,.]+", n) for n in numbers):
+        return "number"
+    return None
+
+
+def regex_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, pattern) of every literal pattern handed to ``re.compile`` / ``re.findall`` / ``re.sub`` …"""
+    out = []
+    for node in ast.walk(tree):
+        func = node.func if isinstance(node, ast.Call) and node.args else None
+        if (isinstance(func, ast.Attribute) and func.attr in _RE_CALLS and isinstance(func.value, ast.Name)
+                and func.value.id == "re"):
+            pattern = _literal(node.args[0])
+            if pattern is not None:
+                out.append((node.lineno, pattern))
+    return out
+
+
+def test_word_and_number_patterns_live_in_memory_store_text():
+    bad, seen = [], 0
+    for name, path in project_files().items():
+        if name == TEXT_MODULE or name in TOKENISER_ALLOWED:
+            continue
+        for line, pattern in regex_literals(ast.parse(path.read_text(encoding="utf-8"))):
+            seen += 1
+            kind = tokenises(pattern)
+            if kind:
+                bad.append(f"{name}:{line} a {kind} pattern {pattern!r}")
+    assert seen > 50 and not bad, (
+        "read words and numbers with memory_store.text (word_pattern, number_pattern, tokens: add a shape "
+        "there):\n" + "\n".join(bad))
+
+
+def test_the_tokeniser_rule_sees_word_and_number_patterns():
+    for word in (r"\w+", r"[A-Za-z]+", r"[^\W_]+", r"[a-z0-9]+", r"\b[A-Z][a-z]+\b", r"[\w][\w.+-]*"):
+        assert tokenises(word) == "word", word
+    for number in (r"\d+", r"\d[\d,.]*", r"[0-9]+(?:\.[0-9]+)?", r"\d"):
+        assert tokenises(number) == "number", number
+    for other in (r"^\d{4}-\d{2}-\d{2}\Z", r"(\d+)\.\d+\.\d+\.\d+", r"\s+", r"\b(?:not|no)\b", r"[.!?]"):
+        assert tokenises(other) is None, other
+    tree = ast.parse("import re\nA = re.compile(r'\\w+')\nB = re.findall('[a-z]' + '+', s)\nC = compile('x')\n")
+    assert [p for _, p in regex_literals(tree)] == [r"\w+", "[a-z]+"]
+
+
+# -- egress: one package owns the allowlist ---------------------------------------------------------------------
+
+#: The package that owns the allowlist's semantics (``EgressPolicy`` and its functions).
+EGRESS_PACKAGE = "orchestrator.egress"
+#: The allowlist's matching and parsing: defined and called only inside the egress package. ``.allows(`` (the
+#: Python API's ``Charter.allows``) is not called by brt's own code: it asks the run's policy.
+ALLOWLIST_NAMES = frozenset({"host_allowed", "url_allowed", "exact_allowed", "url_patterns", "parse_allowlist"})
+#: Modules allowed to match the allowlist themselves. Nothing may be added.
+EGRESS_ALLOWED: frozenset[str] = frozenset()
+
+
+def allowlist_uses(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, what) of every definition of the allowlist's functions, and every use of one or of ``.allows``
+    (a call, or the function handed on: ``DocumentFetcher(guard, charter.allows)``)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in ALLOWLIST_NAMES:
+            out.append((node.lineno, f"defines {node.name}"))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in ALLOWLIST_NAMES:
+            out.append((node.lineno, f"uses {node.id}"))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (
+                node.attr in ALLOWLIST_NAMES or node.attr == "allows"):
+            out.append((node.lineno, f"uses {node.attr}"))
+    return sorted(out)
+
+
+def test_only_the_egress_package_matches_the_allowlist():
+    bad, inside = [], 0
+    for name, path in project_files().items():
+        uses = allowlist_uses(ast.parse(path.read_text(encoding="utf-8")))
+        if name == EGRESS_PACKAGE or name.startswith(EGRESS_PACKAGE + "."):
+            inside += len(uses)
+            continue
+        if name not in EGRESS_ALLOWED:
+            bad += [f"{name}:{line} {what}" for line, what in uses]
+    assert inside >= 5 and not bad, "ask the run's EgressPolicy (orchestrator.egress) instead:\n" + "\n".join(bad)
+
+
+def test_the_egress_rule_sees_allowlist_matching():
+    tree = ast.parse("def url_allowed(u, d):\n    pass\nx = charter.allows(u)\ny = host_allowed(h, d)\n"
+                     "z = policy.permits(u)\nf = Fetcher(guard, host.charter.allows)\n")
+    assert [what for _, what in allowlist_uses(tree)] == [
+        "defines url_allowed", "uses allows", "uses host_allowed", "uses allows"]
+
+
+# -- one exception tree -----------------------------------------------------------------------------------------
+
+#: The root every exception class of the three packages derives from, and where it is defined.
+EXCEPTION_ROOT = "BrtException"
+EXCEPTION_ROOT_MODULE = "memory_store.errors"
+#: Exception classes allowed another root. Nothing may be added.
+EXCEPTION_ROOT_ALLOWED: frozenset[str] = frozenset()
+
+
+def _base_name(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def _is_builtin_exception(name: str) -> bool:
+    import builtins
+
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
+def exception_classes(modules: dict[str, ast.AST]) -> dict[str, tuple[str, list[str]]]:
+    """``module.Class`` -> (class name, base names) of every class of ``modules`` (by name; brt's class names
+    are unique enough for this)."""
+    return {f"{module}.{node.name}": (node.name, [_base_name(b) for b in node.bases])
+            for module, tree in modules.items() for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+
+
+def without_root(modules: dict[str, ast.AST], root: str = EXCEPTION_ROOT) -> list[str]:
+    """Exception classes (a builtin exception, a third-party ``...Error``/``...Exception`` or another such class
+    among their bases) none of whose ancestors, followed by name through ``modules``, is ``root``."""
+    classes = exception_classes(modules)
+    bases_of: dict[str, list[str]] = {}
+    for name, bases in classes.values():
+        bases_of.setdefault(name, []).extend(bases)
+
+    def ancestors(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        out = set()
+        for base in bases_of.get(name, []):
+            if base and base not in seen:
+                out |= {base} | ancestors(base, seen | {name})
+        return out
+
+    bad = []
+    for where, (name, _) in sorted(classes.items()):
+        found = ancestors(name)
+        is_exception = any(_is_builtin_exception(a) or a.endswith(("Error", "Exception")) for a in found)
+        if is_exception and name != root and root not in found and where not in EXCEPTION_ROOT_ALLOWED:
+            bad.append(where)
+    return bad
+
+
+def test_every_exception_derives_from_the_one_root():
+    modules = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in project_files().items()}
+    assert f"{EXCEPTION_ROOT_MODULE}.{EXCEPTION_ROOT}" in exception_classes(modules)
+    bad = without_root(modules)
+    assert not bad, f"derive from {EXCEPTION_ROOT_MODULE}.{EXCEPTION_ROOT} (or a branch of it):\n" + "\n".join(bad)
+
+
+def test_the_root_rule_sees_an_exception_outside_the_tree():
+    tree = ast.parse("class BrtException(Exception): ...\nclass A(BrtException): ...\n"
+                     "class B(A, ValueError): ...\nclass Stray(RuntimeError): ...\nclass Tool(ToolError): ...\n"
+                     "class Plain: ...\n")
+    assert without_root({"m": tree}) == ["m.Stray", "m.Tool"]
 
 
 # -- complexity -------------------------------------------------------------------------------------------------

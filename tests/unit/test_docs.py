@@ -48,10 +48,10 @@ def test_the_help_is_what_brt_prints():
 
 
 def test_every_setting_is_documented():
-    from memory_store.settings import VARIABLES
+    from orchestrator.settings import ALL_VARIABLES
 
     page = (DOCS / "cli.md").read_text(encoding="utf-8")
-    for v in VARIABLES:
+    for v in ALL_VARIABLES:
         assert f"| `{v.name}` |" in page, v.name
 
 

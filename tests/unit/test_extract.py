@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from orchestrator.egress import EgressPolicy
 from orchestrator.harvest.extract import extract_page, select_region
 from orchestrator.harvest.net.urls import canonical_url, filter_links
 from orchestrator.progress import NullProgress, PlainProgress, ProgressSink
@@ -158,7 +159,7 @@ def test_canonical_url_and_link_filter():
         "https://web.dev.evil.com/x",
         "https://sub.web.dev/y",
     ]
-    assert filter_links(links, ["web.dev"], base="https://web.dev/start") == [
+    assert filter_links(links, EgressPolicy.of(["web.dev"]), base="https://web.dev/start") == [
         "https://web.dev/a",
         "https://web.dev/relative",
         "https://sub.web.dev/y",

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from orchestrator.charter import host_allowed
+from orchestrator.egress import EgressPolicy
 from orchestrator.errors import BrowserNotFound, DevtoolsMcpError
 from orchestrator.harvest.crawl import Crawl
 from orchestrator.harvest.downloads import download_reason
@@ -95,7 +96,7 @@ def test_allowlist_semantics_and_schemes():
         "ftp://example.com/f",
         "javascript:alert(1)",
     ]
-    assert filter_links(links, allowed) == ["https://a.b.example.com/x"]
+    assert filter_links(links, EgressPolicy.of(allowed)) == ["https://a.b.example.com/x"]
 
 
 def test_canonical_url():

@@ -1,4 +1,5 @@
-"""The settings object: every BRT_* variable read in one place, typed, with clear errors for bad values."""
+"""The settings objects: every BRT_* variable read in one place (memory_store.settings), typed, each layer's in a
+record of its own (the store's ``Settings``, the orchestrator's ``RunSettings``), with clear errors for bad values."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ import pytest
 from memory_store import SettingsError
 from memory_store.settings import VARIABLES, Settings, brt_home, settings
 from orchestrator import config
+from orchestrator.settings import ALL_VARIABLES, RunSettings
 
 
 def test_defaults_with_an_empty_environment():
-    s = Settings.from_env({})
+    s, r = Settings.from_env({}), RunSettings.from_env({})
     assert s.home == Path("~/.brt").expanduser()
     assert s.store_uri is None and s.embed_model is None and s.embed_backend is None
     assert s.torch_threads == 0 and s.cpu_threads >= 1
-    assert s.lock_timeout_s == 600.0 and s.lease_ttl_s == 60.0
-    assert s.browser is None and s.devtools_mcp is None and s.host_resolver_rules is None and s.model_cache is None
+    assert s.lock_timeout_s == 600.0 and s.lease_ttl_s == 60.0 and s.model_cache is None
+    assert r.browser is None and r.devtools_mcp is None and r.host_resolver_rules is None
+    assert r.mcp_allow_attach is False and r.ray_address is None and r.evidence_scorer is None
 
 
 def test_every_variable_fills_its_field(tmp_path):
@@ -38,22 +41,23 @@ def test_every_variable_fills_its_field(tmp_path):
         "BRT_MCP_ALLOW_ATTACH": "yes",
         "BRT_RAY_ADDRESS": "ray://head.example:10001",
     }
-    assert set(values) == {v.name for v in VARIABLES}  # the table lists every variable, once
-    s = Settings.from_env(values)
+    assert set(values) == {v.name for v in ALL_VARIABLES}  # the tables list every variable, once
+    assert len(ALL_VARIABLES) == len(values) and set(VARIABLES) < set(ALL_VARIABLES)
+    s, r = Settings.from_env(values), RunSettings.from_env(values)
     assert s.home == tmp_path / "home" and s.model_cache == tmp_path / "models"
     assert (s.store_uri, s.embed_model) == ("s3://bucket/prefix", "BAAI/bge-small-en-v1.5")
     assert s.embed_backend == "onnx-int8"
     assert (s.torch_threads, s.cpu_threads, s.lock_timeout_s, s.lease_ttl_s) == (3, 3, 1.5, 4.0)
-    assert (s.browser, s.devtools_mcp) == ("/usr/bin/chromium", "/opt/mcp.js")
-    assert s.host_resolver_rules == "MAP a.test 127.0.0.1"
-    assert (s.evidence_scorer, s.evidence_reader) == (tmp_path / "scorer.json", tmp_path / "reader")
-    assert s.host_resolver_rules == "MAP a.test 127.0.0.1" and s.mcp_allow_attach is True
-    assert s.ray_address == "ray://head.example:10001"
+    assert (r.browser, r.devtools_mcp) == ("/usr/bin/chromium", "/opt/mcp.js")
+    assert (r.evidence_scorer, r.evidence_reader) == (tmp_path / "scorer.json", tmp_path / "reader")
+    assert r.host_resolver_rules == "MAP a.test 127.0.0.1" and r.mcp_allow_attach is True
+    assert r.ray_address == "ray://head.example:10001"
 
 
 def test_empty_values_count_as_unset():
-    s = Settings.from_env({"BRT_HOME": "", "BRT_LOCK_TIMEOUT": "  ", "BRT_BROWSER": ""})
-    assert s.home == Path("~/.brt").expanduser() and s.lock_timeout_s == 600.0 and s.browser is None
+    env = {"BRT_HOME": "", "BRT_LOCK_TIMEOUT": "  ", "BRT_BROWSER": ""}
+    s, r = Settings.from_env(env), RunSettings.from_env(env)
+    assert s.home == Path("~/.brt").expanduser() and s.lock_timeout_s == 600.0 and r.browser is None
 
 
 @pytest.mark.parametrize(
@@ -70,8 +74,9 @@ def test_empty_values_count_as_unset():
     ],
 )
 def test_a_bad_value_names_the_variable(name, value, message):
+    record = RunSettings if name in {v.name for v in ALL_VARIABLES} - {v.name for v in VARIABLES} else Settings
     with pytest.raises(SettingsError, match=message) as err:
-        Settings.from_env({name: value})
+        record.from_env({name: value})
     assert f"{name}={value!r}" in str(err.value)
     assert isinstance(err.value, ValueError)
 

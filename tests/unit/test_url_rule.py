@@ -13,6 +13,7 @@ import pytest
 
 from orchestrator import url_safety
 from orchestrator.charter import url_allowed
+from orchestrator.egress import EgressPolicy
 from orchestrator.harvest.net.urls import filter_links
 
 ALLOWED = ["allowed.example", "127.0.0.1"]
@@ -78,7 +79,7 @@ def test_one_scheme_rule_http_and_https_only(url: str) -> None:
     assert url_safety.web_url(url) is None
     assert url_safety.web_refusal(url) is not None
     assert not url_allowed(url, ALLOWED)
-    assert filter_links([url], ALLOWED, base="http://allowed.example/") == []
+    assert filter_links([url], EgressPolicy.of(ALLOWED), base="http://allowed.example/") == []
 
 
 def test_a_relative_url_is_no_url_until_resolved() -> None:
@@ -98,7 +99,7 @@ def test_the_refusal_says_why() -> None:
 def test_relative_links_resolve_as_the_browser_resolves_them() -> None:
     base = "http://allowed.example/dir/page.html"
     assert url_safety.web_url("/\\10.0.0.5/x", base).host == "10.0.0.5"  # type: ignore[union-attr]
-    assert filter_links(["/\\10.0.0.5/x", "../b.html", "javascript:alert(1)"], ALLOWED, base=base) == [
+    assert filter_links(["/\\10.0.0.5/x", "../b.html", "javascript:alert(1)"], EgressPolicy.of(ALLOWED), base=base) == [
         "http://allowed.example/b.html"]
 
 
@@ -135,10 +136,11 @@ def test_the_fetcher_and_the_proxy_refuse_before_connecting() -> None:
 def test_websockets_are_judged_as_their_http_twin() -> None:
     from orchestrator.harvest.readers.playwright.routes import websocket_refusal
 
-    assert websocket_refusal("wss://allowed.example/live", ALLOWED, replay=False) is None
-    assert websocket_refusal("ws://10.0.0.5\\@allowed.example/", ALLOWED, replay=False) == "not on allowed_domains"
-    assert websocket_refusal("http://allowed.example/", ALLOWED, replay=False).startswith("not a ws")  # type: ignore
-    assert websocket_refusal("wss://allowed.example/", ALLOWED, replay=True) == "WebSocket refused in replay"
+    policy = EgressPolicy.of(ALLOWED)
+    assert websocket_refusal("wss://allowed.example/live", policy, replay=False) is None
+    assert websocket_refusal("ws://10.0.0.5\\@allowed.example/", policy, replay=False) == "not on allowed_domains"
+    assert websocket_refusal("http://allowed.example/", policy, replay=False).startswith("not a ws")  # type: ignore
+    assert websocket_refusal("wss://allowed.example/", policy, replay=True) == "WebSocket refused in replay"
 
 
 def test_report_links_only_to_web_urls() -> None:

@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memory_store.text import CRITERION_STOP_WORDS, singular
+from memory_store.text import CRITERION_STOP_WORDS, singular, word_pattern
 
 from ...untrusted import trusted
 from .relevance import mentions, named_subjects
@@ -60,7 +60,7 @@ _GAP_WORDS = re.compile(
     r"\bgaps?\b|\bunanswer|\bnot answer|\bdoes not answer|\bdoesn't answer|\bno evidence\b|\bpadd(?:ed|ing)\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9/+'’-]*")
+_WORD = word_pattern("term")
 _QUOTED = re.compile(r"[\"“]([^\"”]{1,60})[\"”]")
 
 

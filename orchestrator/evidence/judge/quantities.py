@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory_store.text import CONTEXT_STOP_WORDS, MONTHS, WEEKDAYS, singular
+from memory_store.text import CONTEXT_STOP_WORDS, MONTHS, WEEKDAYS, number_pattern, singular, word_pattern
 
 from .relevance import named_subjects
 
@@ -128,7 +128,7 @@ _DATE_RE = re.compile(
     ),
     re.IGNORECASE,
 )
-_NUMBER = re.compile(r"(?<![\w.,/])(?<![A-Za-z]-)(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]*[,.]?\d)")
+_NUMBER = number_pattern("quantity")
 _AFTER = re.compile(
     r"\s?(?:-(?=[a-z]))?(?P<word>%|°\s?[cf]\b|per cent\b|percentage points?\b|pounds sterling\b|years?-old\b"
     r"|[a-zµ][a-z]*(?:/[a-z]+)?)",
@@ -144,7 +144,7 @@ _NOT_NOUNS = frozenset(
 )
 _STOP = CONTEXT_STOP_WORDS
 _CONTEXT_WORDS = 6
-_WORD = re.compile(r"(?<![\w])[A-Za-z][A-Za-z'’-]*")
+_WORD = word_pattern("latin")
 
 
 _SENTENCE = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"“(\[]?[A-Z])|\n+")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 
-from memory_store.text import STOP_WORDS
+from memory_store.text import STOP_WORDS, word_pattern
 
 # Words that may join the capitalised words of one name ("Interaction to Next Paint", "Bank of England").
 _NAME_CONNECTORS = frozenset({"of", "to", "for", "and", "the", "de", "von", "van", "in", "on", "at"})
-_TOKEN = re.compile(r"[^\W_][\w/+.-]*[^\W_]|[^\W_]", re.UNICODE)
+_TOKEN = word_pattern("name")
 
 
 def _is_name_word(word: str) -> bool:

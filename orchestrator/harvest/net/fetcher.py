@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from memory_store.errors import BrtException
+
 from ... import url_safety
 
 __all__ = ["BodyTooLarge", "DocumentFetcher", "FetchResult", "StreamDecoder"]
@@ -52,7 +54,7 @@ def _origin(url: str) -> tuple[str, str, int | None] | None:
     return parsed.origin if parsed is not None else None
 
 
-class BodyTooLarge(Exception):
+class BodyTooLarge(BrtException):
     """The decoded body passed the byte cap."""
 
 

@@ -25,12 +25,12 @@ import ipaddress
 import logging
 import socket
 
-from memory_store.settings import settings
+from ...egress import EgressPolicy
+from ...settings import run_settings
 
 __all__ = [
     "NetGuard",
     "classify_ip",
-    "exact_allowed",
     "is_guard_reason",
     "parse_resolver_rules",
     "resolver_rules_from_env",
@@ -93,12 +93,6 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     return embedded
 
 
-def exact_allowed(host: str, allowed_domains: list[str]) -> bool:
-    """True when ``host`` itself (not a parent domain) is on the allowlist."""
-    h = host.lower().rstrip(".").strip("[]")
-    return any(h == d.lower().rstrip(".").strip("[]") for d in allowed_domains)
-
-
 def parse_resolver_rules(rules: str | None) -> dict[str, str]:
     """``MAP host ip`` entries of a Chromium ``--host-resolver-rules`` value (other rule kinds ignored)."""
     out: dict[str, str] = {}
@@ -110,7 +104,7 @@ def parse_resolver_rules(rules: str | None) -> dict[str, str]:
 
 
 def resolver_rules_from_env() -> str | None:
-    return settings().host_resolver_rules
+    return run_settings().host_resolver_rules
 
 
 class NetGuard:
@@ -118,6 +112,7 @@ class NetGuard:
 
     def __init__(self, allowed_domains: list[str], *, resolver_rules: str | None = None, offline: bool = False):
         self.allowed_domains = list(allowed_domains)
+        self._egress = EgressPolicy.of(self.allowed_domains)
         self.rules = parse_resolver_rules(resolver_rules)
         # offline (a replay): IP literals and resolver-rule names are judged, no other name is looked up
         self.offline = offline
@@ -166,7 +161,7 @@ class NetGuard:
         host = parsed.hostname
         if not host:
             return None  # not a network request (about:, data: are refused by the allowlist)
-        if exact_allowed(host, self.allowed_domains):
+        if self._egress.exact(host):
             return None
         try:
             addresses = await self.resolve(host)

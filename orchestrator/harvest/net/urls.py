@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ... import url_safety
-from ...charter import host_allowed, url_allowed
+from ...egress import EgressPolicy
 
 __all__ = ["MAX_ANCHORS", "canonical_url", "filter_links", "is_http_url", "links_in", "request_url"]
 
@@ -55,8 +55,8 @@ def _sorted_query(query: str) -> str:
     return "&".join(sorted(p for p in query.split("&") if p))
 
 
-def filter_links(links: Iterable[str], allowed_domains: list[str], *, base: str | None = None) -> list[str]:
-    """http(s) links on the allowlist as :func:`request_url` forms, de-duplicated by :func:`canonical_url`,
+def filter_links(links: Iterable[str], egress: EgressPolicy, *, base: str | None = None) -> list[str]:
+    """http(s) links ``egress`` permits as :func:`request_url` forms, de-duplicated by :func:`canonical_url`,
     in first-seen order. Links with userinfo (``user:pass@``) are never followed.
 
     Relative links are resolved against ``base`` when given, as a browser resolves them."""
@@ -68,11 +68,11 @@ def filter_links(links: Iterable[str], allowed_domains: list[str], *, base: str 
         parsed = url_safety.web_url(link, base)  # http(s), a host, no userinfo: the one rule
         if parsed is None:
             continue
-        if not host_allowed(parsed.host, allowed_domains):  # most links of a page: no canonical form needed
+        if not egress.permits_host(parsed.host):  # most links of a page: no canonical form needed
             continue
         absolute = parsed.href
         key = canonical_url(absolute)
-        if key in seen or not url_allowed(key, allowed_domains):
+        if key in seen or not egress.permits(key):
             continue
         seen.add(key)
         out.append(request_url(absolute))

@@ -27,9 +27,10 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory_store.settings import settings
-
+from ....egress import EgressPolicy
+from ....egress import url_patterns as allowed_url_patterns  # defined in egress; importable here too
 from ....errors import DevtoolsMcpError, DevtoolsMcpNotFound, first_line
+from ....settings import run_settings
 from ... import launch
 from ...models import HTML_TYPES
 
@@ -69,7 +70,7 @@ def find_devtools_mcp() -> list[str]:
     current folder's), a ``chrome-devtools-mcp`` on PATH, else ``npx --no-install``. Raises
     DevtoolsMcpNotFound saying how to install what is missing."""
     node = shutil.which("node")
-    env = settings().devtools_mcp
+    env = run_settings().devtools_mcp
     if env:
         path = Path(env).expanduser()
         if path.suffix in (".js", ".mjs", ".cjs"):
@@ -103,34 +104,6 @@ def _no_node() -> str:
         "Install Node.js >= 20.19 (e.g. apt-get install nodejs npm, or https://nodejs.org), then:\n"
         f"  npm install --prefix {_ROOT} --no-save {PACKAGE}     (or: bash scripts/dev.sh setup)"
     )
-
-
-def allowed_url_patterns(allowed_domains: list[str]) -> list[str]:
-    """URLPattern strings for chrome-devtools-mcp's ``--allowedUrlPattern``: http(s), any port, the host
-    itself and (for a domain, not an IP or ``localhost``) its subdomains."""
-    patterns: list[str] = []
-    for domain in allowed_domains:
-        host = domain.strip().lower().rstrip(".")
-        if not host or ":" in host:  # IPv6 literals: left to the final-URL check
-            continue
-        hosts = [host]
-        if not _exact_only(host):
-            hosts.append("*." + host)
-        for scheme in ("http", "https"):
-            patterns.extend(f"{scheme}://{h}:*/*" for h in hosts)
-    return patterns
-
-
-def _exact_only(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 @dataclass
@@ -175,7 +148,7 @@ class DevtoolsMcpBrowser:
             args.append("--chromeArg=--blink-settings=scriptEnabled=false")
         args += ["--no-usage-statistics", "--no-performance-crux"]
         if restrict:
-            for pattern in allowed_url_patterns(self.allowed_domains):
+            for pattern in EgressPolicy.of(self.allowed_domains).devtools_patterns():
                 args += ["--allowedUrlPattern", pattern]
         return args
 

@@ -21,7 +21,6 @@ from typing import Any
 from memory_store.clock import now
 
 from .... import url_safety
-from ....charter import url_allowed
 from ....errors import (
     DevtoolsMcpError,
     NavigationAborted,
@@ -33,7 +32,7 @@ from ....errors import (
 from ... import launch
 from ...models import HTML_TYPES, Egress, HarvestEvent, HarvestReport
 from ...net.fetcher import DocumentFetcher
-from ...net.guard import NetGuard, resolver_rules_from_env
+from ...net.guard import NetGuard
 from ...net.proxy import EgressProxy, GuardPolicy
 from ...net.urls import canonical_url
 from ...reader import CrawlHost, PageRead
@@ -65,12 +64,12 @@ class DevtoolsReader:
     @asynccontextmanager
     async def open(self, host: CrawlHost) -> AsyncIterator[None]:
         self.host = host
-        self.guard = NetGuard(host.charter.allowed_domains, resolver_rules=resolver_rules_from_env())
-        allowed = host.charter.allowed_domains
-        self.fetcher = DocumentFetcher(self.guard, lambda u: url_allowed(u, allowed), max_bytes=host.max_page_bytes)
+        egress = host.egress
+        self.guard = NetGuard(egress.exact_hosts, resolver_rules=egress.resolver_rules)
+        self.fetcher = DocumentFetcher(self.guard, egress.permits, max_bytes=host.max_page_bytes)
         try:
             # the browser chrome-devtools-mcp launches sends every connection through brt's egress proxy
-            async with EgressProxy(GuardPolicy(host.charter.allows, self.guard)) as proxy:
+            async with EgressProxy(GuardPolicy(egress.permits, self.guard)) as proxy:
                 self.proxy = proxy
                 async with DevtoolsMcpBrowser(
                     host.charter.allowed_domains,
@@ -158,7 +157,7 @@ class DevtoolsReader:
                 stamp = datetime.fromtimestamp(last_modified / 1000, tz=timezone.utc)
                 headers["last-modified"] = format_datetime(stamp, usegmt=True)
 
-        if not host.charter.allows(final_url):
+        if not host.egress.permits(final_url):
             event.timings.fetch_s = time.monotonic() - t0
             self.host.finish(event, "blocked", f"final URL not on allowed_domains: {final_url}")
             return [], False
@@ -202,8 +201,7 @@ class DevtoolsReader:
         first = first_line(text)
         assert self.browser is not None
         requests = await self.browser.document_requests()
-        allowed = self.host.charter.allowed_domains
-        offsite = next((u for u in reversed(requests) if not url_allowed(u, allowed)), None)
+        offsite = next((u for u in reversed(requests) if not self.host.egress.permits(u)), None)
         kind = error_kind(text)
         if offsite or kind in (NavigationRefused, PolicyRefused):
             event.final_url = offsite

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .... import url_safety
-from ....charter import url_allowed
+from ....egress import EgressPolicy
 from ....errors import BrowserNotFound, HarvestError, first_line
 from ... import launch
 from ...har import add_har_entries, har_error_urls, har_name, har_redirects, har_urls, mark_incomplete
 from ...net.fetcher import DocumentFetcher
-from ...net.guard import NetGuard, resolver_rules_from_env
+from ...net.guard import NetGuard
 from ...net.proxy import EgressProxy, GuardPolicy, RefuseAll
 from .bounds import PageKeeper
 from .routes import BlockedRequest, RouteState, allowlist_route, install_websocket_guard, on_request_failed
@@ -39,7 +39,7 @@ class _Launch:
     """How a session's browser and context are made: the start and every relaunch use the same."""
 
     playwright: Any
-    allowed_domains: list[str]
+    egress: EgressPolicy
     args: list[str]
     browser_url: str | None
     context_options: dict[str, Any]
@@ -150,7 +150,7 @@ class BrowserSession(RouteState):
 
 @asynccontextmanager
 async def open_browser(
-    allowed_domains: list[str],
+    policy: EgressPolicy,
     *,
     har_path: Path,
     javascript: bool = True,
@@ -162,8 +162,8 @@ async def open_browser(
     lazy: bool = False,
 ) -> AsyncIterator[BrowserSession]:
     """Launch headless Chromium with one fresh context (no stored state, no downloads, no service workers)
-    whose every request must be http(s) on ``allowed_domains``; every connection the browser process makes
-    goes through brt's egress proxy (allowlist and SSRF guard on the host and its address, pinned). With
+    whose every request must be one ``policy`` (the run's egress policy) permits; every connection the browser
+    process makes goes through brt's egress proxy (allowlist and SSRF guard on the host and its address, pinned). With
     ``replay``, responses come from that HAR file only (anything missing from it is aborted) and the proxy
     refuses every connection. What the context reads is always recorded to ``har_path``; closing the context
     writes the file (a context whose browser crashed cannot write it: a placeholder HAR with an "incomplete"
@@ -201,12 +201,12 @@ async def open_browser(
                     return None
 
             executable = launch.find_browser_with(managed)
-        rules = resolver_rules_from_env()
+        rules = policy.resolver_rules
         # an attached browser keeps its own resolver; the route's guard still checks
         args = launch.LAUNCH_ARGS + ([f"--host-resolver-rules={rules}"] if rules else [])
-        guard = NetGuard(allowed_domains, resolver_rules=rules) if replay is None else None
-        policy = RefuseAll() if guard is None else GuardPolicy(lambda u: url_allowed(u, allowed_domains), guard)
-        egress = await EgressProxy(policy).start()
+        guard = NetGuard(policy.exact_hosts, resolver_rules=rules) if replay is None else None
+        admit = RefuseAll() if guard is None else GuardPolicy(policy.permits, guard)
+        egress = await EgressProxy(admit).start()
         context_options: dict[str, Any] = {
             "accept_downloads": False,
             "service_workers": "block",
@@ -229,12 +229,12 @@ async def open_browser(
             block_resources=frozenset(block_resources),
             egress=egress,
         )
-        session._launch = _Launch(p, allowed_domains, args, browser_url, context_options)
+        session._launch = _Launch(p, policy, args, browser_url, context_options)
         if guard is not None:
             session.guard = guard
-            session.fetcher = DocumentFetcher(session.guard, lambda u: url_allowed(u, allowed_domains))
+            session.fetcher = DocumentFetcher(session.guard, policy.permits)
         else:  # nothing is looked up in a replay: the guard judges IP literals and resolver rules only
-            session.guard = NetGuard(allowed_domains, resolver_rules=rules, offline=True)
+            session.guard = NetGuard(policy.exact_hosts, resolver_rules=rules, offline=True)
             session.replay_redirects = har_redirects(Path(replay))
             session.replay_urls = har_urls(Path(replay))
             session.replay_errors = har_error_urls(Path(replay))
@@ -284,9 +284,9 @@ async def _start_session(session: BrowserSession) -> None:
             # Registered first so it runs last: the allowlist route below falls back to it.
             await context.route_from_har(str(session.replay), not_found="abort")
             context.on("requestfailed", lambda request: on_request_failed(session, request))
-        allowed_domains = launch.allowed_domains
-        await context.route("**/*", lambda route: allowlist_route(session, allowed_domains, route))
-        await install_websocket_guard(context, session, allowed_domains)
+        egress = launch.egress
+        await context.route("**/*", lambda route: allowlist_route(session, egress, route))
+        await install_websocket_guard(context, session, egress)
     except BaseException:
         session._closed = True  # noqa: SLF001 - nothing of this attempt is left to close
         await _quietly(browser.close(), "closing the browser")

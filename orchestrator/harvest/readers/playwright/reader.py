@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_store.clock import now
+from memory_store.errors import BrtException
 
 from .... import url_safety
 from ....errors import (
@@ -75,7 +76,7 @@ class _Loaded:
     content_type: str | None = None
 
 
-class _NoTab(Exception):
+class _NoTab(BrtException):
     """No tab could be opened (the browser is gone): ``error`` is Playwright's (or a timeout)."""
 
     def __init__(self, error: Exception) -> None:
@@ -159,7 +160,7 @@ class PlaywrightReader:
         settings = host.settings
         assert self.har_path is not None
         async with open_browser(
-            host.charter.allowed_domains,
+            host.egress,
             har_path=self.har_path,
             javascript=settings.javascript,
             replay=self.replay,
@@ -175,6 +176,7 @@ class PlaywrightReader:
             self.revalidator = Revalidator(
                 host.charter,
                 settings.javascript,
+                host.egress,
                 fetcher=session.fetcher,
                 guard=session.guard,
                 replay_index=host.replay_index if self.replay is not None else None,
@@ -366,7 +368,7 @@ class PlaywrightReader:
         from playwright.async_api import Error as PlaywrightError
 
         limit = RESOURCE_FACTOR * int(self.host.settings.max_page_bytes)
-        with DependencyWatch(page, replay=self.replay is not None, allowed=self.host.charter.allows) as watch:
+        with DependencyWatch(page, replay=self.replay is not None, allowed=self.host.egress.permits) as watch:
             async with ResourceBudget(page, limit) as budget:  # security: a page's bytes in the browser are bounded
                 try:
                     links, queued = await self._render(page, event, docs, watch, budget, deadline, t0)
@@ -537,9 +539,9 @@ class PlaywrightReader:
                     logger.debug("networkidle wait on %s: %s", event.url, exc)
         loaded.final_url = docs.served_url(loaded.response, loaded.final_url)
         location = page.url if not page.is_closed() else loaded.final_url
-        loaded.base_url = location if host.charter.allows(location) else loaded.final_url
-        if as_loaded is not None and location != as_loaded[1] and host.charter.allows(as_loaded[1]):
-            if not host.charter.allows(location) or not location.startswith(("http://", "https://")):
+        loaded.base_url = location if host.egress.permits(location) else loaded.final_url
+        if as_loaded is not None and location != as_loaded[1] and host.egress.permits(as_loaded[1]):
+            if not host.egress.permits(location) or not location.startswith(("http://", "https://")):
                 logger.info("%s navigated to %s after loading; keeping the page as loaded", event.url, location)
                 loaded.final_url, loaded.base_url, loaded.html = as_loaded
         if loaded.html is None:
@@ -558,7 +560,7 @@ class PlaywrightReader:
         host = self.host
         event.final_url = loaded.final_url
         event.status = loaded.status
-        if not host.charter.allows(loaded.final_url):
+        if not host.egress.permits(loaded.final_url):
             host.finish(event, "blocked", f"final URL not on allowed_domains: {loaded.final_url}")
         elif loaded.status is not None and loaded.status >= 400:
             event.retry_after = retry_after(loaded.headers)

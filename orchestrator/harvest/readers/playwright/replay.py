@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ....charter import url_allowed
+from ....egress import EgressPolicy
 from .route_state import (
     BlockedRequest,
     RouteState,
@@ -29,7 +29,7 @@ __all__ = ["chain_end", "replay_chain_refusal", "replay_route"]
 logger = logging.getLogger(__name__)
 
 
-async def replay_route(state: RouteState, allowed_domains: list[str], route: Route, navigation: bool) -> bool:
+async def replay_route(state: RouteState, egress: EgressPolicy, route: Route, navigation: bool) -> bool:
     """Answer ``route`` when the replay must not leave it to the HAR router; True when answered."""
     request = route.request
     url = request.url
@@ -38,7 +38,7 @@ async def replay_route(state: RouteState, allowed_domains: list[str], route: Rou
         navigation
         and state.replay_urls is not None
         and (key not in state.replay_urls or key in state.replay_errors)
-        and is_script_navigation(state, request, allowed_domains)
+        and is_script_navigation(state, request, egress)
     ):
         # A script of a loaded page navigates to a URL the HAR does not hold, or holds as an error document:
         # cancel the navigation (204) and keep the page that loaded, as a live harvest would have it.
@@ -50,7 +50,7 @@ async def replay_route(state: RouteState, allowed_domains: list[str], route: Rou
                                                 page=page_of(request)))
         await route.fulfill(status=204, body="")
         return True
-    hop = await replay_chain_refusal(state, url, allowed_domains)
+    hop = await replay_chain_refusal(state, url, egress)
     if hop is not None:
         target, reason = hop
         logger.info("blocked recorded redirect from %s to %s (%s)", url, target, reason)
@@ -68,7 +68,7 @@ async def replay_route(state: RouteState, allowed_domains: list[str], route: Rou
         # brt's own navigation: goto_checked goes to the chain's end (answered from the HAR)
         state.nav_results[page] = FetchResult(kind="ok", url=end, hops=[url, end], redirected_to=end)
         await route.abort("aborted")
-    elif leaves_loaded_page(request, allowed_domains):
+    elif leaves_loaded_page(request, egress):
         await route.fulfill(status=204, body="")  # a script's navigation: the loaded page stays
     else:
         logger.info("replay: not following the recorded redirect of a frame from %s to %s", url, end)
@@ -95,7 +95,7 @@ def chain_end(state: RouteState, url: str) -> str | None:
     return None if current == url else current
 
 
-async def replay_chain_refusal(state: RouteState, url: str, allowed_domains: list[str]) -> tuple[str, str] | None:
+async def replay_chain_refusal(state: RouteState, url: str, egress: EgressPolicy) -> tuple[str, str] | None:
     """The first hop of the HAR's redirect chains from ``url`` (every branch: a URL may have several recorded
     redirects) that the allowlist or the offline guard refuses, as (hop URL, reason); None when every hop
     passes. A chain longer than the fetcher's redirect limit is refused at the hop past the limit."""
@@ -108,7 +108,7 @@ async def replay_chain_refusal(state: RouteState, url: str, allowed_domains: lis
             return None
         frontier = []
         for target in hops:
-            if not url_allowed(target, allowed_domains):
+            if not egress.permits(target):
                 return target, "not on allowed_domains"
             refused = await state.guard.check(target) if state.guard is not None else None
             if refused is not None:

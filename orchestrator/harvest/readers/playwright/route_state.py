@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ....charter import url_allowed
+from ....egress import EgressPolicy
 
 if TYPE_CHECKING:
     from playwright.async_api import Request
@@ -67,7 +67,7 @@ def is_main_frame(request: Any) -> bool:
         return False
 
 
-def is_script_navigation(state: RouteState, request: Any, allowed_domains: list[str]) -> bool:
+def is_script_navigation(state: RouteState, request: Any, egress: EgressPolicy) -> bool:
     """A navigation of a main frame that shows an allowed page, which brt did not start (a script's, a meta
     refresh)."""
     from .... import url_safety
@@ -75,13 +75,13 @@ def is_script_navigation(state: RouteState, request: Any, allowed_domains: list[
     url = request.url.split("#", 1)[0]
     expected = {u.split("#", 1)[0] for u in state.expected_navigations}
     expected |= {url_safety.normalize(u) or u for u in expected}
-    return url not in expected and leaves_loaded_page(request, allowed_domains)
+    return url not in expected and leaves_loaded_page(request, egress)
 
 
-def leaves_loaded_page(request: Any, allowed_domains: list[str]) -> bool:
+def leaves_loaded_page(request: Any, egress: EgressPolicy) -> bool:
     try:
         frame = request.frame
-        return frame.parent_frame is None and url_allowed(frame.url, allowed_domains)
+        return frame.parent_frame is None and egress.permits(frame.url)
     except Exception:  # noqa: BLE001 - a request of a frame that is gone
         return False
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .... import url_safety
-from ....charter import url_allowed
+from ....egress import EgressPolicy
 from ....errors import RequestFailed, error_kind
 from ...downloads import fulfill_navigation
 from ...har import har_entry, har_redirect_entry
@@ -47,13 +47,13 @@ logger = logging.getLogger(__name__)
 INTERNAL_SCHEMES = ("chrome:", "chrome-extension:", "chrome-untrusted:", "devtools:", "about:")
 
 
-async def allowlist_route(state: RouteState, allowed_domains: list[str], route: Route) -> None:
+async def allowlist_route(state: RouteState, egress: EgressPolicy, route: Route) -> None:
     request = route.request
     navigation = request.is_navigation_request()
-    if not url_allowed(request.url, allowed_domains):
-        await _refuse_off_allowlist(state, allowed_domains, route, navigation)
+    if not egress.permits(request.url):
+        await _refuse_off_allowlist(state, egress, route, navigation)
         return
-    if state.replay is not None and await replay_route(state, allowed_domains, route, navigation):
+    if state.replay is not None and await replay_route(state, egress, route, navigation):
         return
     refused = await state.guard.check(request.url) if state.guard is not None else None
     if refused is not None:  # SSRF: an internal address not named exactly on the allowlist
@@ -70,12 +70,12 @@ async def allowlist_route(state: RouteState, allowed_domains: list[str], route: 
         await route.abort("blockedbyclient")
         return
     if navigation and state.fetcher is not None:  # fetched by brt: hops, byte cap, deadline (fetcher.py)
-        await fetch_navigation(state, route, allowed_domains)
+        await fetch_navigation(state, route, egress)
         return
     await route.fallback()
 
 
-async def _refuse_off_allowlist(state: RouteState, allowed_domains: list[str], route: Route, navigation: bool) -> None:
+async def _refuse_off_allowlist(state: RouteState, egress: EgressPolicy, route: Route, navigation: bool) -> None:
     request = route.request
     if request.url.startswith(INTERNAL_SCHEMES):
         # The browser's own resources (e.g. its PDF viewer): never network fetches, never allowed.
@@ -92,7 +92,7 @@ async def _refuse_off_allowlist(state: RouteState, allowed_domains: list[str], r
             page=page_of(request),
         )
     )
-    if navigation and leaves_loaded_page(request, allowed_domains):
+    if navigation and leaves_loaded_page(request, egress):
         # A script of an allowed, loaded page tries to navigate away (consent walls, ad-block probes). A 204
         # answer cancels the navigation and leaves the loaded document in place; nothing is sent anywhere.
         await route.fulfill(status=204, body="")
@@ -100,7 +100,7 @@ async def _refuse_off_allowlist(state: RouteState, allowed_domains: list[str], r
     await route.abort("blockedbyclient")
 
 
-async def fetch_navigation(state: RouteState, route: Route, allowed_domains: list[str]) -> None:
+async def fetch_navigation(state: RouteState, route: Route, egress: EgressPolicy) -> None:
     """A navigation fetched by brt (``route_navigation``). A script's navigation of a loaded page is held to the
     rules of brt's own: and when it ends in an error document (4xx/5xx), it is cancelled and the page kept as
     loaded (an error page is never read as the page's text)."""
@@ -130,7 +130,7 @@ async def fetch_navigation(state: RouteState, route: Route, allowed_domains: lis
         deadline=deadline,
         partial_ok_after=state.fetcher.read_deadline(deadline, timeout_s) if main_frame else None,
         on_result=on_result,
-        refuse_errors=main_frame and is_script_navigation(state, request, allowed_domains),
+        refuse_errors=main_frame and is_script_navigation(state, request, egress),
     )
 
 
@@ -140,7 +140,7 @@ _WS_POLICY_CLOSE = 1008  # RFC 6455 "policy violation"
 
 
 async def install_websocket_guard(
-    context: BrowserContext, state: RouteState, allowed_domains: list[str]
+    context: BrowserContext, state: RouteState, egress: EgressPolicy
 ) -> None:
     """Route every WebSocket a page of ``context`` opens: only ``ws:``/``wss:`` URLs whose host passes
     the charter's allowlist (as ``http:``/``https:``) and the SSRF guard connect; any other is closed before the
@@ -151,11 +151,11 @@ async def install_websocket_guard(
     refusal is attributed to the page that made it and shows in that page's event."""
     async def on_page(page: Page) -> None:
         try:
-            await page.route_web_socket(_any_url, lambda ws: websocket_route(state, allowed_domains, ws, page))
+            await page.route_web_socket(_any_url, lambda ws: websocket_route(state, egress, ws, page))
         except Exception as exc:  # noqa: BLE001 - a page closed at once; the context-wide route still guards
             logger.debug("cannot route the WebSockets of a new page: %s", exc)
 
-    await context.route_web_socket(_any_url, lambda ws: websocket_route(state, allowed_domains, ws, None))
+    await context.route_web_socket(_any_url, lambda ws: websocket_route(state, egress, ws, None))
     context.on("page", on_page)
 
 
@@ -163,7 +163,7 @@ def _any_url(url: str) -> bool:
     return True  # every WebSocket, whatever its URL (a pattern could let an odd spelling through unrouted)
 
 
-def websocket_refusal(url: str, allowed_domains: list[str], *, replay: bool) -> str | None:
+def websocket_refusal(url: str, egress: EgressPolicy, *, replay: bool) -> str | None:
     """Why a WebSocket to ``url`` may not connect (before the SSRF guard), or None when it may."""
     if replay:
         return "WebSocket refused in replay"
@@ -172,7 +172,7 @@ def websocket_refusal(url: str, allowed_domains: list[str], *, replay: bool) -> 
         return "unparsable URL"
     if parsed.scheme not in _WS_SCHEMES:
         return f"not a ws:/wss: URL ({parsed.scheme or 'no scheme'})"
-    if not url_allowed(_as_http(url), allowed_domains):
+    if not egress.permits(_as_http(url)):
         return "not on allowed_domains"
     return None
 
@@ -185,10 +185,10 @@ def _as_http(ws_url: str) -> str:
 
 
 async def websocket_route(
-    state: RouteState, allowed_domains: list[str], ws: WebSocketRoute, page: Page | None
+    state: RouteState, egress: EgressPolicy, ws: WebSocketRoute, page: Page | None
 ) -> None:
     url = ws.url
-    reason = websocket_refusal(url, allowed_domains, replay=state.replay is not None)
+    reason = websocket_refusal(url, egress, replay=state.replay is not None)
     if reason is None and state.guard is not None:
         reason = await state.guard.check(_as_http(url))
     if reason is None:
