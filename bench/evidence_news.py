@@ -3,7 +3,8 @@ JavaScript on, HAR replay), scored like ``bench/evidence_squad.py``.
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_news.py --eval-dir ../shared/eval \\
         [--questions bench/data/news_questions.json] [--charters per-cluster|all|both] \\
-        [--baseline-rev REV] [--javascript on|off] [--render auto|always|never] [--json out.json]
+        [--baseline-rev REV] [--javascript on|off] [--render auto|always|never] \\
+        [--embed-backend onnx|onnx-int8] [--json out.json]
 
 The pages are the 33 of ``article-extraction-benchmark/topic-clusters.json`` (10 news events, 2-5 pages each),
 served from a HAR written at run time under their original URLs (never copied into the repository). The

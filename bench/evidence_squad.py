@@ -3,7 +3,8 @@ does a section print?
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_squad.py --eval-dir ../shared/eval \\
         [--dataset v2.0|v1.1-extra] [--charters all|per-article|both] [--per-article N] \\
-        [--baseline-rev REV] [--no-plain] [--concept-index] [--render auto|always|never] [--json out.json]
+        [--baseline-rev REV] [--no-plain] [--concept-index] [--render auto|always|never] \\
+        [--embed-backend onnx|onnx-int8] [--json out.json]
 
 Each article of ``squad/dev-v2.0.json.gz`` becomes one page (its title as ``<h1>``, its paragraphs as ``<p>``)
 served from a HAR written at run time under ``https://squad.brt-bench.test/wiki/<title>``. Each article's

@@ -2,7 +2,8 @@
 and does a question that no page answers get a Gap?
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_webqa.py --eval-dir ../shared/eval \\
-        [--baseline-rev REV] [--scorer-folds DIR] [--javascript on|off] [--render auto|always|never] [--json out.json]
+        [--baseline-rev REV] [--scorer-folds DIR] [--javascript on|off] [--render auto|always|never] \\
+        [--embed-backend onnx|onnx-int8] [--json out.json]
 
 The set (``web-qa/web-qa-dev.json``, see its PROVENANCE.md) has three charters of 10-12 real pages (Readability's
 test pages) and 82 questions: factoid, definitional, explanatory and unanswerable. Each page's raw
