@@ -470,7 +470,7 @@ class LanceStore:
                 log.info("full-text index built over %d chunks in %s", rows, self.path)
             elif fold_all and 0 < unindexed <= REINDEX_AFTER_ROWS:
                 # a search wants BM25 over every row; rebuilding the full-text index alone costs a fraction of a
-                # fold, which compacts the table too (100,000 chunks: 4.9 s against 68 s); the vector and key
+                # fold, which compacts the table too (100,000 chunks: 6 s against 155 s); the vector and key
                 # indexes scan their few new rows until compact() or the next fold
                 self._build_text_index(table)
             elif unindexed > (0 if fold_all else REINDEX_AFTER_ROWS):
