@@ -3,7 +3,8 @@ JavaScript on, HAR replay), scored like ``bench/evidence_squad.py``.
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_news.py --eval-dir ../shared/eval \\
         [--questions bench/data/news_questions.json] [--charters per-cluster|all|both] \\
-        [--baseline-rev REV] [--javascript on|off] [--render auto|always|never] [--json out.json]
+        [--baseline-rev REV] [--javascript on|off] [--render auto|always|never] \\
+        [--embed-backend onnx|onnx-int8] [--json out.json]
 
 The pages are the 33 of ``article-extraction-benchmark/topic-clusters.json`` (10 news events, 2-5 pages each),
 served from a HAR written at run time under their original URLs (never copied into the repository). The
@@ -42,8 +43,10 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench._common import hosts_of, write_har  # noqa: E402
 from bench.evidence_squad import (  # noqa: E402
+    add_embed_backend_option,
     baseline_tree,
     clean_up,
+    embed_backend,
     emit,
     run_cli,
     synth_blocks,
@@ -160,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the charters' harvest.render (default: the charter default, auto)")
     ap.add_argument("--baseline-rev", default="", help="commit whose brt synthesize is the baseline ('' = none)")
     ap.add_argument("--misses", default=None, help="write this checkout's misses (questions, blocks) here")
+    add_embed_backend_option(ap)
     ap.add_argument("--keep-tmp", action="store_true")
     ap.add_argument("--json", dest="json_out", default=None)
     args = ap.parse_args(argv)
@@ -168,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     clusters, pages = load_clusters(eval_dir, Path(args.questions))
     tmp = Path(tempfile.mkdtemp(prefix="brt-bench-news-"))
     env = dict(os.environ, BRT_HOME=str(tmp / "brt_home"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env, backend, suffix = embed_backend(env, args.embed_backend)
     har = write_har(pages.items(), tmp / "news.har")
     base = baseline_tree(args.baseline_rev, tmp) if args.baseline_rev else None
     report: dict = {"clusters": len(clusters), "questions": sum(len(c.questions) for c in clusters),
@@ -203,10 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         for name, (qs, blocks) in totals.items():
             report["runs"][name] = score(qs, blocks)
         report["render"] = args.render or "charter default (auto)"
+        report["embed_backend"] = backend
         if args.render is None:
-            emit(report, timings, args.json_out, "evidence_news")
+            emit(report, timings, args.json_out, f"evidence_news{suffix}")
         else:  # a path's figures beside the shipped ones
-            emit(report, timings, args.json_out, f"evidence_news_render_{args.render}")
+            emit(report, timings, args.json_out, f"evidence_news_render_{args.render}{suffix}")
         if args.misses:
             Path(args.misses).write_text(json.dumps(missed, indent=2, ensure_ascii=False) + "\n")
     finally:

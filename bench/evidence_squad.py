@@ -3,7 +3,8 @@ does a section print?
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_squad.py --eval-dir ../shared/eval \\
         [--dataset v2.0|v1.1-extra] [--charters all|per-article|both] [--per-article N] \\
-        [--baseline-rev REV] [--no-plain] [--concept-index] [--render auto|always|never] [--json out.json]
+        [--baseline-rev REV] [--no-plain] [--concept-index] [--render auto|always|never] \\
+        [--embed-backend onnx|onnx-int8] [--json out.json]
 
 Each article of ``squad/dev-v2.0.json.gz`` becomes one page (its title as ``<h1>``, its paragraphs as ``<p>``)
 served from a HAR written at run time under ``https://squad.brt-bench.test/wiki/<title>``. Each article's
@@ -245,6 +246,24 @@ def emit(report: dict, timings: dict, json_out: str | None, name: str) -> None:
     write_result(name, report)
 
 
+def add_embed_backend_option(ap: argparse.ArgumentParser) -> None:
+    """``--embed-backend``: the bundled embedding model's engine for every CLI run of the benchmark."""
+    ap.add_argument("--embed-backend", choices=["onnx", "onnx-int8"], default=None,
+                    help="the bundled model's engine for every harvest and synthesis (BRT_EMBED_BACKEND; default: "
+                         "brt's own default). Another than the default writes "
+                         "bench/results/<name>_embed_<backend>.json")
+
+
+def embed_backend(env: dict[str, str], backend: str | None) -> tuple[dict[str, str], str, str]:
+    """``env`` with ``backend`` set for the CLI runs, the backend they use and the result name's suffix (empty
+    for brt's default backend, so the default's run stays the benchmark's latest result)."""
+    from memory_store.embeddings import BACKEND_ENV, DEFAULT_BACKEND, requested_backend
+
+    used = backend or requested_backend() or DEFAULT_BACKEND
+    env = dict(env, **{BACKEND_ENV: backend}) if backend else env
+    return env, used, "" if used == DEFAULT_BACKEND else f"_embed_{used}"
+
+
 def clean_up(base: Path | None, tmp: Path, *, keep: bool, tag: str) -> None:
     """Remove the baseline worktree and (unless ``keep``) the temp folder."""
     if base is not None:
@@ -268,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concept-index", action="store_true", help="all charter: also synthesize with the index")
     ap.add_argument("--render", choices=["auto", "always", "never"], default=None,
                     help="the charters' harvest.render (default: the charter default, auto)")
+    add_embed_backend_option(ap)
     ap.add_argument("--keep-tmp", action="store_true")
     ap.add_argument("--json", dest="json_out", default=None)
     args = ap.parse_args(argv)
@@ -278,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         articles = articles[: args.articles]
     tmp = Path(tempfile.mkdtemp(prefix="brt-bench-squad-"))
     env = dict(os.environ, BRT_HOME=str(tmp / "brt_home"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env, backend, suffix = embed_backend(env, args.embed_backend)
     os.environ.update(BRT_HOME=env["BRT_HOME"], HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     har = write_har(((a.url, page_html(a)) for a in articles), tmp / "squad.har")
     base = baseline_tree(args.baseline_rev, tmp) if args.baseline_rev else None
@@ -324,10 +345,11 @@ def main(argv: list[str] | None = None) -> int:
         for name, (qs, blocks) in totals.items():
             report["runs"][name] = score(qs, blocks)
         report["render"] = args.render or "charter default (auto)"
+        report["embed_backend"] = backend
         if args.render is None:
-            emit(report, timings, args.json_out, "evidence_squad")
+            emit(report, timings, args.json_out, f"evidence_squad{suffix}")
         else:  # a path's figures beside the shipped ones
-            emit(report, timings, args.json_out, f"evidence_squad_render_{args.render}")
+            emit(report, timings, args.json_out, f"evidence_squad_render_{args.render}{suffix}")
     finally:
         clean_up(base, tmp, keep=args.keep_tmp, tag="squad")
     return 0

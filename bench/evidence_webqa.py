@@ -2,7 +2,8 @@
 and does a question that no page answers get a Gap?
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/evidence_webqa.py --eval-dir ../shared/eval \\
-        [--baseline-rev REV] [--scorer-folds DIR] [--javascript on|off] [--render auto|always|never] [--json out.json]
+        [--baseline-rev REV] [--scorer-folds DIR] [--javascript on|off] [--render auto|always|never] \\
+        [--embed-backend onnx|onnx-int8] [--json out.json]
 
 The set (``web-qa/web-qa-dev.json``, see its PROVENANCE.md) has three charters of 10-12 real pages (Readability's
 test pages) and 82 questions: factoid, definitional, explanatory and unanswerable. Each page's raw
@@ -42,8 +43,10 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench._common import hosts_of, write_har  # noqa: E402
 from bench.evidence_squad import (  # noqa: E402
+    add_embed_backend_option,
     baseline_tree,
     clean_up,
+    embed_backend,
     emit,
     run_cli,
     synth_blocks,
@@ -205,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render", choices=["auto", "always", "never"], default=None,
                     help="the charters' harvest.render (default: the charter default, auto)")
     ap.add_argument("--misses", default=None, help="write the misses of the last system run here")
+    add_embed_backend_option(ap)
     ap.add_argument("--keep-tmp", action="store_true")
     ap.add_argument("--json", dest="json_out", default=None)
     args = ap.parse_args(argv)
@@ -213,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     charters, pages = load_webqa(eval_dir)
     tmp = Path(tempfile.mkdtemp(prefix="brt-bench-webqa-"))
     env = dict(os.environ, BRT_HOME=str(tmp / "brt_home"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env, backend, suffix = embed_backend(env, args.embed_backend)
     os.environ.update(BRT_HOME=env["BRT_HOME"], HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     har = write_har(pages.items(), tmp / "web-qa.har")
     base = baseline_tree(args.baseline_rev, tmp) if args.baseline_rev else None
@@ -248,10 +253,11 @@ def main(argv: list[str] | None = None) -> int:
         for system, (qs, bs, tx) in totals.items():
             report["runs"][system] = score(qs, bs, tx)
         report["render"] = args.render or "charter default (auto)"
+        report["embed_backend"] = backend
         if args.render is None:
-            emit(report, timings, args.json_out, "evidence_webqa")
+            emit(report, timings, args.json_out, f"evidence_webqa{suffix}")
         else:  # a path's figures beside the shipped ones
-            emit(report, timings, args.json_out, f"evidence_webqa_render_{args.render}")
+            emit(report, timings, args.json_out, f"evidence_webqa_render_{args.render}{suffix}")
         if args.misses:
             Path(args.misses).write_text(json.dumps(missed, indent=2, ensure_ascii=False) + "\n")
     finally:

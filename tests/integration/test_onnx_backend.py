@@ -127,6 +127,13 @@ def test_store_records_precision_and_never_mixes(brt_home, monkeypatch, embedder
     assert vector_precision(json.loads((q.path / "meta.json").read_text())) == "int8"
     with pytest.raises(ModelMismatch, match="fp32"):
         Memory("fp").search("LCP", k=1)  # an int8 backend on an fp32 store is refused
+    for fp32_backend in ("onnx", "flag"):  # and an fp32 backend on an int8 store, searching or writing
+        monkeypatch.setenv("BRT_EMBED_BACKEND", fp32_backend)
+        with pytest.raises(ModelMismatch, match="int8"):
+            Memory("q").search("LCP", k=1)
+        with pytest.raises(ModelMismatch, match="int8"):
+            Memory("q").add("https://example.org/b", TEXTS[2])
+    assert Memory("q").count_chunks() == 1  # nothing written by the refused backend
     monkeypatch.delenv("BRT_EMBED_BACKEND")
     reopened = Memory("q")
     assert reopened.embedder.precision == "int8"  # auto follows the store

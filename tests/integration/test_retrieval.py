@@ -411,3 +411,41 @@ def test_search_goes_on_when_the_index_cannot_be_brought_up_to_date(brt_home, em
     assert not mem._store.text_index_current()
     assert _urls(Memory("fold_locked").search("obsidian lanterns", k=3, mode="bm25")) == ["https://ex.example/b"]
     assert mem._store.text_index_current()
+
+
+def test_a_search_after_a_few_writes_rebuilds_the_text_index_alone(tmp_path, monkeypatch):
+    """Before a BM25 search every row must be in the full-text index. A few new rows: the full-text index alone is
+    rebuilt (the key index keeps its new rows unfolded: no compaction, which costs minutes at 100,000 chunks); past
+    REINDEX_AFTER_ROWS: a fold of every index. Either way the scores equal those of a store written at once."""
+    from memory_store import store as store_mod
+
+    monkeypatch.setattr(store_mod, "REINDEX_AFTER_ROWS", 50)
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((200, 384)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    words = ["harbour", "lamp", "keeper", "storm", "ferry", "gull", "anchor", "beacon", "reef", "quay"]
+    rows = [{"id": f"c{i:03d}", "text": f"{words[i % 10]} {words[i % 7]} {words[i % 3]} row {i}",
+             "also_seen_at": []} for i in range(len(data))]
+
+    def bm25(st):
+        return [(r["id"], r["_score"]) for r in st.fts_search("harbour lamp keeper", 20)]
+
+    once = store_mod.LanceStore(tmp_path / "once", 384)
+    once.upsert_chunks(rows[:130], data[:130])
+    once.ensure_indexes()
+    expected = bm25(once)
+    st = store_mod.LanceStore(tmp_path / "grown", 384)
+    st.upsert_chunks(rows[:100], data[:100])
+    st.ensure_indexes()
+    for start in range(100, 130, 10):  # 30 rows in three writes
+        st.upsert_chunks(rows[start : start + 10], data[start : start + 10])
+    assert st._unindexed("text_idx") == 30 and st._unindexed("id_idx") == 30
+    st.ensure_indexes(fold_all=True)
+    assert st.text_index_current() and st._unindexed("id_idx") == 30  # rebuilt, not folded
+    assert bm25(st) == expected
+    st.upsert_chunks(rows[130:], data[130:])  # 70 more: past REINDEX_AFTER_ROWS
+    once.upsert_chunks(rows[130:], data[130:])
+    once.ensure_indexes(fold_all=True)
+    st.ensure_indexes(fold_all=True)
+    assert st.text_index_current() and st._unindexed("id_idx") == 0  # folded
+    assert bm25(st) == bm25(once)

@@ -96,7 +96,7 @@ def test_every_bench_script_writes_its_result():
     scripts = sorted(p for p in (ROOT / "bench").glob("*.py") if not p.name.startswith("_"))
     scripts.append(ROOT / "bench" / "concept_eval" / "run.py")
     named = re.compile(
-        r"write_result\(\s*f?\"[a-z0-9_{}.]+\"|emit_report\([^)]*name=\"[a-z_]+\"|emit\([^)]*\"[a-z_]+\"\)"
+        r"write_result\(\s*f?\"[a-z0-9_{}.]+\"|emit_report\([^)]*name=\"[a-z_]+\"|emit\([^)]*f?\"[a-z_{}.]+\"\)"
     )
     missing = [p.name for p in scripts if not named.search(p.read_text(encoding="utf-8"))]
     assert len(scripts) >= 12 and not missing, missing
