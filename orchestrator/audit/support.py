@@ -113,19 +113,23 @@ def load_model(path: str | None = None) -> SupportModel:
     """The weights at ``path`` (default: the shipped ones), checked against the sha256 recorded for them each
     time they are read (parsed once per content)."""
     p = Path(path) if path else MODEL_PATH
+    return _parse(str(p), *_checked(p, "support model"))
+
+
+def _checked(p: Path, what: str) -> tuple[bytes, str]:
+    """The bytes of the model file ``p`` and their sha256, which must match the one recorded for it."""
     try:
         data = p.read_bytes()
     except OSError as exc:
-        raise SupportModelError(f"support model {p}: cannot read ({exc.strerror or exc})") from None
-    return _parse(str(p), data, _recorded(p))
+        raise SupportModelError(f"{what} {p}: cannot read ({exc.strerror or exc})") from None
+    digest, recorded = hashlib.sha256(data).hexdigest(), _recorded(p)
+    if recorded is not None and recorded != digest:
+        raise SupportModelError(f"{what} {p}: sha256 {digest[:12]}… does not match the recorded {recorded[:12]}…")
+    return data, digest
 
 
 @functools.lru_cache(maxsize=8)
-def _parse(p: str, data: bytes, recorded: str | None) -> SupportModel:
-    digest = hashlib.sha256(data).hexdigest()
-    if recorded is not None and recorded != digest:
-        raise SupportModelError(f"support model {p}: sha256 {digest[:12]}… does not match the recorded "
-                                f"{recorded[:12]}…")
+def _parse(p: str, data: bytes, digest: str) -> SupportModel:
     try:
         doc = json.loads(data)
         model = doc["model"]
@@ -487,21 +491,13 @@ _ENDINGS = (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"),
 def load_lexicon(path: str | None = None) -> Lexicon:
     """The word lexicon at ``path`` (default: the shipped one), checked against its recorded sha256."""
     p = Path(path) if path else LEXICON_PATH
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise SupportModelError(f"word lexicon {p}: cannot read ({exc.strerror or exc})") from None
-    return _parse_lexicon(str(p), data, _recorded(p))
+    return _parse_lexicon(str(p), _checked(p, "word lexicon")[0])
 
 
 @functools.lru_cache(maxsize=2)
-def _parse_lexicon(p: str, data: bytes, recorded: str | None) -> Lexicon:
+def _parse_lexicon(p: str, data: bytes) -> Lexicon:
     import gzip
 
-    digest = hashlib.sha256(data).hexdigest()
-    if recorded is not None and recorded != digest:
-        raise SupportModelError(f"word lexicon {p}: sha256 {digest[:12]}… does not match the recorded "
-                                f"{recorded[:12]}…")
     try:
         doc = json.loads(gzip.decompress(data))
         return Lexicon({w: tuple(cs) for w, cs in doc["words"].items()},
@@ -512,12 +508,11 @@ def _parse_lexicon(p: str, data: bytes, recorded: str | None) -> Lexicon:
         raise SupportModelError(f"word lexicon {p}: malformed ({exc})") from None
 
 
-def _lexical(claim_words: list[str], statement_words: list[str]) -> tuple[float, float]:
+def _lexical(claim_words: list[str], statement_words: list[str], lexicon: Lexicon) -> tuple[float, float]:
     """``synonym`` and ``opposed`` (module docstring) for the words the claim puts where the statement has
     others (each list: the words one text holds and the other lacks, at most 12 and 24)."""
     if not claim_words or not statement_words:
         return 0.0, 0.0
-    lexicon = load_lexicon()
     same = opposed = 0
     for a in claim_words[:12]:
         pairs = [lexicon.related(a, b) for b in statement_words[:24]]
@@ -539,10 +534,11 @@ def _tokens(text: str) -> list[str]:
     return [stem(w) for w in words(text)]
 
 
-def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[str, float]:
-    """The model's features for ``claim`` against ``passage``. ``meaning`` (the mapped cosine, which chooses the
-    closest statements) is not one: fitted with it, its weight came out negative (every reversal is as close
-    in meaning as the statement it reverses), so it was left out."""
+def features(claim: str, passage: str, meaning: float, embedder: Any,
+             lexicon: Lexicon | None = None) -> dict[str, float]:
+    """The model's features for ``claim`` against ``passage`` (``lexicon``: the word lexicon, read if not given).
+    ``meaning`` (the mapped cosine, which chooses the closest statements) is not one: fitted with it, its weight
+    came out negative (every reversal is as close in meaning as the statement it reverses), so it was left out."""
     statement = _statement(claim, passage)
     c_terms, s_terms = set(_terms(claim)) | numbers(claim), set(_terms(statement)) | numbers(statement)
     sig = signals(claim, passage)
@@ -566,7 +562,8 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
         contrary = float(vecs[0] @ vecs[2]) - float(vecs[0] @ vecs[1]) if negated_ != statement else 0.0
     names_c, names_p, names_s = _names(claim), _names(passage), _names(statement)
     order, runs = _order(c_tokens, s_tokens)
-    synonym, opposed = _lexical(_differing(claim, set(missing)), _differing(statement, set(extra)))
+    synonym, opposed = _lexical(_differing(claim, set(missing)), _differing(statement, set(extra)),
+                                lexicon or load_lexicon())
     return {
         "words": words_score(claim, passage),
         "stated": len(c_terms & s_terms) / len(c_terms) if c_terms else 0.0,
@@ -615,8 +612,9 @@ def closest(claim: str, passages_: list[str], embedder: Any, *, score: bool = Tr
     near = sorted((i for i, c in enumerate(out) if c.closeness >= best - ALIGN_MARGIN),
                   key=lambda i: -out[i].closeness)[:READ_TOP]
     model = load_model() if score else None  # read and hash-checked for every claim: 2 KB
+    lexicon = load_lexicon()  # likewise: 1 MB, ~3 ms
     for i in near:
-        out[i].features = features(claim, out[i].passage, meaning[i], embedder)
+        out[i].features = features(claim, out[i].passage, meaning[i], embedder, lexicon)
         out[i].probability = model.probability(out[i].features) if model is not None else 0.0
     return out
 
