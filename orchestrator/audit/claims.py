@@ -380,17 +380,22 @@ def _block_claims(block: Block, ctx: _Ctx) -> list[ReportClaim]:
 
 
 def _tagged_lines(flat: Flat, lines: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The lines of a paragraph of brt's lines, a line that opens with no tag joined to the tagged line above it
-    (a quote that holds a line break goes on on the next line)."""
+    """The lines of a paragraph of brt's lines, an evidence line not yet complete (its quote holds a line break)
+    joined with the lines that complete it."""
     out: list[tuple[int, int]] = []
-    tagged = False
     for a, b in lines:
-        if out and tagged and not _tagged(flat, a):
+        if out and _incomplete(flat, *out[-1]) and not _tagged(flat, a):
             out[-1] = (out[-1][0], b)
-            continue
-        tagged = _tagged(flat, a)
-        out.append((a, b))
+        else:
+            out.append((a, b))
     return out
+
+
+def _incomplete(flat: Flat, a: int, b: int) -> bool:
+    """Whether ``a:b`` opens with an evidence tag but is not yet a whole evidence line."""
+    m = MASKED.match(flat.text, a + _lead_space(flat.text[a:b]))
+    return (m is not None and flat.tokens[int(m.group(1))].kind == "evidence"
+            and _EVIDENCE_LINE.match(flat.text[a:b]) is None)
 
 
 def _only_a_quote(flat: Flat) -> bool:

@@ -235,6 +235,8 @@ SEEDED: dict[str, tuple[str, Callable[[Research], str], str, str]] = {
                                    "[Lamp Evidence #9].", "citation unresolved", "unknown_reference"),
     "uncited claim": ("paraphrase", lambda r: "Boats leave from the south quay every two hours.", "uncited",
                       "uncited"),
+    "a claim citing only a number no list defines": (
+        "prices", lambda r: "In 2023 ticket prices rose by 5 percent.[3]", "citation unresolved", "uncited"),
     "reversed: a number": ("paraphrase", lambda r: r.lines["paraphrase"].replace("45 minutes", "55 minutes"),
                            "not found there", "not_found"),
     "reversed: direction": ("prices", lambda r: r.lines["prices"].replace("rose", "fell"), "not found there",
