@@ -20,7 +20,7 @@ bare links. Each agent report opens with a framing sentence, quotes the first bl
 (every other quote with its first letter lower-cased, dates every third citation written "18 March 2025"),
 restates the first sentence of its first two blocks as claims (every third with a phrase moved, "…, in 2023." as
 "In 2023, …", every third a word or two reworded with a synonym of ``SYNONYMS`` here, none of which the fitting
-script uses; no paraphrasing model is available offline),
+script uses),
 joins two restated claims of different pages into one sentence cited per clause, and marks each gap section's
 claim ``(unsupported)``.
 

@@ -3,9 +3,9 @@
 Required (a run fails without them): the ``BRT_*`` settings readable; a Chromium or Chrome found
 (``harvest/launch.py``: ``BRT_BROWSER``, Playwright's managed Chromium, then ``PATH``) and launched headless with
 the flags brt launches it with (``launch.LAUNCH_ARGS``); the bundled embedding model, its ONNX export (cached, or
-torch to make it on first use) and the evidence scorer and reader with the sha256 their manifest records;
-``$BRT_HOME`` writable. Optional (one command or option each): the MCP SDK (``brt mcp``), Ray (``--ray``),
-obstore (stores on object storage), chrome-devtools-mcp (``--via devtools-mcp``).
+torch to make it on first use), the evidence scorer and reader, and ``brt check``'s support model and word lexicon
+with the sha256 their manifest records; ``$BRT_HOME`` writable. Optional (one command or option each): the MCP
+SDK (``brt mcp``), Ray (``--ray``), obstore (stores on object storage), chrome-devtools-mcp (``--via devtools-mcp``).
 
     report = doctor()            # DoctorReport: checks in order; report.ok is False when a required one fails
 """
@@ -77,7 +77,7 @@ def doctor(*, launch: bool = True) -> DoctorReport:
     report.checks.append(browser)
     if launch and executable is not None:
         report.checks.append(_launch(executable))
-    report.checks += [_embedding_model(), _evidence_models(), _home()]
+    report.checks += [_embedding_model(), _evidence_models(), _check_models(), _home()]
     report.checks += [_extra(*extra) for extra in _EXTRAS]
     report.checks.append(_devtools_mcp())
     return report
@@ -230,6 +230,18 @@ def _evidence_models() -> Check:
         return Check(name, "missing", True, "; ".join(problems), _REINSTALL + "; or unset BRT_EVIDENCE_SCORER and "
                      "BRT_EVIDENCE_READER")
     return Check(name, "ok", True, f"{', '.join(p.name for p in files)}: sha256 as recorded")
+
+
+def _check_models() -> Check:
+    """``brt check``'s support model and word lexicon, read with the sha256 their manifest records."""
+    from .audit.support import SupportModelError, load_lexicon, load_model
+
+    try:
+        load_model()
+        load_lexicon()
+    except SupportModelError as exc:
+        return Check("check models", "missing", True, str(exc), _REINSTALL)
+    return Check("check models", "ok", True, "support.json, lexicon.json.gz: sha256 as recorded")
 
 
 def _home() -> Check:

@@ -30,7 +30,7 @@ class Source:
 
 @dataclass
 class AuditBundle:
-    origin: str  # "store" or "snapshot"
+    origin: str  # "store", "snapshot", or "json" (a synthesis's JSON read as a report: ``report_text``)
     path: Path  # the charter file or the snapshot
     charter_id: str
     title: str
@@ -55,6 +55,8 @@ class AuditBundle:
         nothing on record shows a harvest that stored it (the journal's events). Marked when in doubt."""
         if claimed == "add_page":
             return True
+        if self.origin == "json":  # a synthesis's JSON read alone: no record to weigh its claims against
+            return claimed != "harvest"
         if self._harvested is None:
             from ..harvest.journal import HARVESTED, page_origins
 

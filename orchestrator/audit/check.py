@@ -414,6 +414,9 @@ def _check_claim(claim: ReportClaim, parsed: ParsedReport, source: EvidenceSourc
         return result
     resolved = [_resolve(c, parsed, source, result.problems) for c in claim.citations]
     result.citations = [r.citation for r in resolved]
+    if all(c.kind == "ref" for c in claim.citations):  # "… mozilla.org.[4]" with no [4] listed: nothing cited
+        result.problems.append(Problem("uncited", "the claim cites only numbers the report's references do not "
+                                                  "list"))
     pages = list({id(r.page): r.page for r in resolved if r.page is not None and r.quote_here}.values())
     if claim.kind == "source":
         result.verdict = "listed"

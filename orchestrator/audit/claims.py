@@ -350,8 +350,9 @@ def _block_claims(block: Block, ctx: _Ctx) -> list[ReportClaim]:
     lines = _line_spans(flat)
     if block.kind == "paragraph" and len(lines) > 1 and any(_tagged(flat, a) for a, _ in lines[1:]):
         out: list[ReportClaim] = []  # brt's lines one after another without a blank line between them
-        for a, b in lines:
-            sub = Flat(flat.text[a:b], flat.tokens, [(0, flat.line_at(a))], flat.lead if a == 0 else None)
+        for a, b in _tagged_lines(flat, lines):
+            sub = Flat(flat.text[a:b], flat.tokens, [(o - a, n) for o, n in flat.lines if a <= o < b],
+                       flat.lead if a == 0 else None)
             own = _brt_line(block, sub, ctx)
             if isinstance(own, ReportClaim):
                 out.append(own)
@@ -376,6 +377,25 @@ def _block_claims(block: Block, ctx: _Ctx) -> list[ReportClaim]:
 
         spans = _merge_quotes(flat.text, sentence_spans(flat.text), find_quotes(flat.text))
     return _span_claims(block, flat, spans, ctx)
+
+
+def _tagged_lines(flat: Flat, lines: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The lines of a paragraph of brt's lines, an evidence line not yet complete (its quote holds a line break)
+    joined with the lines that complete it."""
+    out: list[tuple[int, int]] = []
+    for a, b in lines:
+        if out and _incomplete(flat, *out[-1]) and not _tagged(flat, a):
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
+def _incomplete(flat: Flat, a: int, b: int) -> bool:
+    """Whether ``a:b`` opens with an evidence tag but is not yet a whole evidence line."""
+    m = MASKED.match(flat.text, a + _lead_space(flat.text[a:b]))
+    return (m is not None and flat.tokens[int(m.group(1))].kind == "evidence"
+            and _EVIDENCE_LINE.match(flat.text[a:b]) is None)
 
 
 def _only_a_quote(flat: Flat) -> bool:
@@ -518,8 +538,8 @@ def _claims_of(block: Block, flat: Flat, a: int, b: int, tokens: list[Token], ct
     quotes = find_quotes(flat.text[a:b])
     defined = _defines(flat, a)  # "[1] https://…": the [1] names the line, it cites nothing
     lead = defined is not None and tokens and any(t.url for t in tokens[1:])
-    cited = [t for i, t in enumerate(tokens) if (t.url or t.kind in ("footnote", "ref", "evidence"))
-             and not (i == 0 and lead)]
+    cited = _page_marks([t for i, t in enumerate(tokens) if (t.url or t.kind in ("footnote", "ref", "evidence"))
+                         and not (i == 0 and lead)], ctx)
     cites = _citations(flat, cited)
     _assign_dates(flat, a, b, cited, cites)
     restored = flat.plain(a, b).strip()
@@ -541,6 +561,17 @@ def _claims_of(block: Block, flat: Flat, a: int, b: int, tokens: list[Token], ct
     for c in out:
         ctx.cited_urls.update(x.url for x in c.citations if x.url)
     return out
+
+
+def _page_marks(cited: list[Token], ctx: _Ctx) -> list[Token]:
+    """``cited`` less the numbered marks the report's references do not define, when something else there cites:
+    those are the page's own footnote marks copied with its words ("… in 1893.[51] ([Page](url))"). Marks that
+    are all a span cites stay (and fail: a reference the report never lists)."""
+    marks = {id(t) for t in cited if t.kind == "ref" and not all(n in ctx.refs for n in t.refs)}
+    if not marks or not any(id(t) not in marks and (t.kind != "footnote" or t.text[2:-1] in ctx.footnotes)
+                            for t in cited):
+        return cited
+    return [t for t in cited if id(t) not in marks]
 
 
 def _source(block: Block, flat: Flat, a: int, b: int, cited: list[Token], cites: dict[int, list[Citation]]

@@ -3,8 +3,9 @@
 A quote matches a text after the normalisations a person accepts and nothing more:
 
 - whitespace collapsed, invisible format characters removed, Unicode NFC;
-- typographic quote marks and apostrophes as ASCII (``“”„″`` -> ``"``, ``‘’‛′`` -> ``'``), dashes and minus
-  signs (``‐‑‒–—―−``) as ``-``;
+- quote marks and apostrophes, typographic or not, single or double, as one mark (``"“”„″‘’‛′`` -> ``'``): a
+  quotation inside a quote is written with the other marks (the page's ``the "no-cors" mode`` quoted as
+  ``"the 'no-cors' mode"``); dashes and minus signs (``‐‑‒–—―−``) as ``-``;
 - the case of the first letter of the quote (and of each fragment after an elision): ``"largest Contentful …"``
   quotes "Largest Contentful …";
 - word boundaries hold: ``"safe to use"`` is not in "unsafe to use".
@@ -29,7 +30,7 @@ from memory_store.text import number_pattern, tokens
 
 __all__ = ["NEGATION", "QuoteMatch", "fold", "match_quote"]
 
-_FOLD = str.maketrans({"‘": "'", "’": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"', "″": '"',
+_FOLD = str.maketrans({"‘": "'", "’": "'", "‛": "'", "′": "'", "“": "'", "”": "'", "„": "'", "″": "'", '"': "'",
                        "‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-", "―": "-", "−": "-"})
 _ELISION = re.compile(r"\s*(?:…|\.\s?\.\s?\.)\s*")
 #: Words that negate what follows them (a dropped one reverses a quote).

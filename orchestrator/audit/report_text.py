@@ -6,8 +6,9 @@
   block's quote, URL and date; the agreements against their blocks; the verdicts against the record).
 - **HTML**: brt's HTML report (``report_html``) read by its structure: each evidence block becomes its
   evidence line, each agreement its ``[X Agreement]`` line, each conflict card its ``[X Conflict]`` line, the
-  acceptance table its verdict lines, the sources table a Sources list; the harvest table, the navigation and the
-  concept map are left out. Any other HTML is read as text: paragraphs, list items, table rows, block quotes and
+  acceptance table its verdict lines, the sources table a Sources list; the harvest table, the navigation, the
+  concept map and the report's remarks on itself (``p.note``: "the charter states no acceptance criteria") are
+  left out. Any other HTML is read as text: paragraphs, list items, table rows, block quotes and
   links.
 """
 
@@ -109,6 +110,8 @@ def _walk(el: Any, out: list[str], labels: dict[str, str]) -> None:
             out.append(f"_{_md(_text(child))}_")
         elif tag == "p" and "notes" in cls:  # the charter's notes, as the Markdown report words them
             out.append(f"Notes: {_md(_text(child))}")
+        elif tag == "p" and "note" in cls:  # the report's remark on itself ("no acceptance criteria"): no claim
+            continue
         elif tag == "table" and child.getparent() is not None and child.getparent().get("id") == "acceptance":
             _acceptance(child, out)
         elif re.fullmatch(r"h[1-6]", tag):

@@ -38,10 +38,15 @@ align best with the claim's, in order, that the claim's words span), :data:`FEAT
 - ``contrary``: how much closer the claim stands (sentence embeddings) to the statement with "not" put before
   the words the claim replaced than to the statement itself: a word replaced by its opposite brings the claim
   nearer the negated statement, a synonym takes it away (``contrary_rel``: the same over ``shift``);
-- ``entity``: the claim names a capitalised name or number the passage lacks while the statement names others.
+- ``entity``: the claim names a capitalised name or number the passage lacks while the statement names others;
+  ``entity_stated``: the same against the statement alone (the name put in may stand elsewhere on the page);
+- ``synonym``: the share of the claim's words the statement lacks that share a meaning (the word lexicon,
+  ``models/lexicon.json.gz``: WordNet 3.0's synsets, an adjective with its cluster) with a word of the statement
+  the claim lacks; ``opposed``: one of them stands against one of those (WordNet's antonyms, between meaning
+  clusters: "rapid" against "slow" through "fast").
 
-Nothing here lists opposed words: the model learnt from pairs of real sentences and their reversals how these
-signals weigh.
+Nothing here lists opposed words by hand: the lexicon is WordNet's, and the model learnt from pairs of real
+sentences and their reversals how these signals weigh.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ import hashlib
 import json
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,9 +65,9 @@ from memory_store.errors import BrtException
 from memory_store.text import number_pattern, word_pattern
 
 __all__ = [
-    "ALIGN_MARGIN", "COS_CEIL", "COS_FLOOR", "EMBED_TOP", "FEATURES", "MODEL_PATH", "READ_TOP", "SUPPORTED", "WEAK",
-    "SupportModel", "closest", "features", "load_model", "negated", "numbers", "passages", "signals",
-    "support_scores", "words_score",
+    "ALIGN_MARGIN", "COS_CEIL", "COS_FLOOR", "EMBED_TOP", "FEATURES", "LEXICON_PATH", "MODEL_PATH", "READ_TOP",
+    "SUPPORTED", "WEAK", "Lexicon", "SupportModel", "closest", "features", "load_lexicon", "load_model", "negated",
+    "numbers", "passages", "signals", "support_scores", "words_score",
 ]
 
 MODELS = Path(__file__).resolve().parent / "models"
@@ -77,11 +83,13 @@ ALIGN_MARGIN = 0.1
 #: ... of which at most this many are read by the model.
 READ_TOP = 4
 FEATURES = ("words", "stated", "cover", "novel", "negation", "prefix", "numbers", "order", "runs", "pivot",
-            "swap", "shift", "contrary", "contrary_rel", "entity")
+            "swap", "shift", "contrary", "contrary_rel", "entity", "entity_stated", "synonym", "opposed")
+#: The word lexicon (WordNet 3.0, built by ``bench/build_lexicon.py``; its sha256 is in the manifest).
+LEXICON_PATH = MODELS / "lexicon.json.gz"
 
 
 class SupportModelError(BrtException, RuntimeError):
-    """The support model's weights file is missing, altered or malformed."""
+    """The support model's weights file (or its word lexicon) is missing, altered or malformed."""
 
 
 @dataclass(frozen=True)
@@ -108,19 +116,23 @@ def load_model(path: str | None = None) -> SupportModel:
     """The weights at ``path`` (default: the shipped ones), checked against the sha256 recorded for them each
     time they are read (parsed once per content)."""
     p = Path(path) if path else MODEL_PATH
+    return _parse(str(p), *_checked(p, "support model"))
+
+
+def _checked(p: Path, what: str) -> tuple[bytes, str]:
+    """The bytes of the model file ``p`` and their sha256, which must match the one recorded for it."""
     try:
         data = p.read_bytes()
     except OSError as exc:
-        raise SupportModelError(f"support model {p}: cannot read ({exc.strerror or exc})") from None
-    return _parse(str(p), data, _recorded(p))
+        raise SupportModelError(f"{what} {p}: cannot read ({exc.strerror or exc})") from None
+    digest, recorded = hashlib.sha256(data).hexdigest(), _recorded(p)
+    if recorded is not None and recorded != digest:
+        raise SupportModelError(f"{what} {p}: sha256 {digest[:12]}… does not match the recorded {recorded[:12]}…")
+    return data, digest
 
 
 @functools.lru_cache(maxsize=8)
-def _parse(p: str, data: bytes, recorded: str | None) -> SupportModel:
-    digest = hashlib.sha256(data).hexdigest()
-    if recorded is not None and recorded != digest:
-        raise SupportModelError(f"support model {p}: sha256 {digest[:12]}… does not match the recorded "
-                                f"{recorded[:12]}…")
+def _parse(p: str, data: bytes, digest: str) -> SupportModel:
     try:
         doc = json.loads(data)
         model = doc["model"]
@@ -337,7 +349,6 @@ def _order(claim_seq: list[str], statement_seq: list[str]) -> tuple[float, float
     common subsequence of the two sequences leaves out while the statement still holds them elsewhere (a word
     out of place, not a word added: an "and" joining two sentences is added); and in how many separate runs
     these stand in the claim (a phrase moved to the front is one run, two words swapped are two)."""
-    from collections import Counter
 
     shared = set(claim_seq) & set(statement_seq)
     a = [w for w in claim_seq if w in shared][:80]
@@ -444,22 +455,103 @@ def _negate_words(statement: str, stems: set[str]) -> str:
     return "".join(out) + statement[at:]
 
 
+@dataclass(frozen=True)
+class Lexicon:
+    """Words and their meaning clusters, the opposed cluster pairs, and irregular forms (``forms``: "fell" ->
+    "fall"), as ``bench/build_lexicon.py`` wrote them."""
+
+    words: dict[str, tuple[int, ...]]
+    opposed: frozenset[tuple[int, int]]
+    forms: dict[str, tuple[str, ...]]
+    broader: dict[int, tuple[int, ...]]
+
+    def meanings(self, word: str) -> frozenset[int]:
+        """The clusters of every lemma ``word`` may be a form of (WordNet's irregular forms and its regular
+        endings: "rapidly" is not "rapid", but "rose" is "rise" and "increased" is "increase")."""
+        w = word.lower()
+        lemmas = {w, *self.forms.get(w, ())}
+        for end, repl in _ENDINGS:
+            if w.endswith(end) and len(w) > len(end) + 1:
+                lemmas.add(w[: len(w) - len(end)] + repl)
+        return frozenset(c for lemma in lemmas for c in self.words.get(lemma, ()))
+
+    def related(self, a: str, b: str) -> tuple[bool, bool]:
+        """Whether ``a`` and ``b`` share a meaning (or a meaning of one is the next broader of, or grouped
+        with, one of the other: "rise" and "increase"), and whether a meaning of one stands against one of the
+        other."""
+        ma, mb = self.meanings(a), self.meanings(b)
+        near = bool(ma & mb) or any(set(self.broader.get(x, ())) & mb for x in ma) or any(
+            set(self.broader.get(y, ())) & ma for y in mb)
+        return near, any((min(x, y), max(x, y)) in self.opposed for x in ma for y in mb)
+
+
+#: WordNet's regular endings (its "morphy" rules for nouns, verbs and adjectives): (ending, replacement).
+_ENDINGS = (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"),
+            ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", ""),
+            ("er", ""), ("est", ""), ("er", "e"), ("est", "e"))
+
+
+def load_lexicon(path: str | None = None) -> Lexicon:
+    """The word lexicon at ``path`` (default: the shipped one), checked against its recorded sha256."""
+    p = Path(path) if path else LEXICON_PATH
+    return _parse_lexicon(str(p), _checked(p, "word lexicon")[0])
+
+
+@functools.lru_cache(maxsize=2)
+def _parse_lexicon(p: str, data: bytes) -> Lexicon:
+    import gzip
+
+    try:
+        doc = json.loads(gzip.decompress(data))
+        return Lexicon({w: tuple(cs) for w, cs in doc["words"].items()},
+                       frozenset((int(a), int(b)) for a, b in doc["opposed"]),
+                       {f: tuple(ls) for f, ls in doc["forms"].items()},
+                       {int(c): tuple(bs) for c, bs in doc["broader"].items()})
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise SupportModelError(f"word lexicon {p}: malformed ({exc})") from None
+
+
+def _lexical(claim_words: list[str], statement_words: list[str], lexicon: Lexicon) -> tuple[float, float]:
+    """``synonym`` and ``opposed`` (module docstring) for the words the claim puts where the statement has
+    others (each list: the words one text holds and the other lacks, at most 12 and 24)."""
+    if not claim_words or not statement_words:
+        return 0.0, 0.0
+    same = opposed = 0
+    for a in claim_words[:12]:
+        pairs = [lexicon.related(a, b) for b in statement_words[:24]]
+        same += any(s for s, _ in pairs)
+        opposed = opposed or any(o for _, o in pairs)
+    return same / len(claim_words[:12]), float(opposed)
+
+
+def _differing(text: str, stems: set[str]) -> list[str]:
+    """The alphabetic words of ``text`` whose stems are in ``stems``, in order, each once."""
+    from memory_store.text import stem, words
+
+    return list(dict.fromkeys(w for w in (x.lower() for x in words(text)) if w.isalpha() and stem(w) in stems))
+
+
 def _tokens(text: str) -> list[str]:
     from memory_store.text import stem, words
 
     return [stem(w) for w in words(text)]
 
 
-def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[str, float]:
-    """The model's features for ``claim`` against ``passage``. ``meaning`` (the mapped cosine, which chooses the
-    closest statements) is not one: fitted with it, its weight came out negative (every reversal is as close
-    in meaning as the statement it reverses), so it was left out."""
+def features(claim: str, passage: str, meaning: float, embedder: Any,
+             lexicon: Lexicon | None = None) -> dict[str, float]:
+    """The model's features for ``claim`` against ``passage`` (``lexicon``: the word lexicon, read if not given).
+    ``meaning`` (the mapped cosine, which chooses the closest statements) is not one: fitted with it, its weight
+    came out negative (every reversal is as close in meaning as the statement it reverses), so it was left out."""
     statement = _statement(claim, passage)
     c_terms, s_terms = set(_terms(claim)) | numbers(claim), set(_terms(statement)) | numbers(statement)
     sig = signals(claim, passage)
     c_tokens, s_tokens = _tokens(claim), _tokens(statement)
     c_set, s_set = set(c_tokens) - _FUNCTION, set(s_tokens) - _FUNCTION
-    missing, extra = sorted(c_set - s_set), sorted(s_set - c_set)  # every word, "more" and "last" included
+    # every word, "more" and "last" included; counted, so a word put in that the statement holds elsewhere counts
+    # ("won … lost" for "lost … lost")
+    c_count, s_count = Counter(t for t in c_tokens if t not in _FUNCTION), Counter(
+        t for t in s_tokens if t not in _FUNCTION)
+    missing, extra = sorted(c_count - s_count), sorted(s_count - c_count)
     swap = 0.0
     if missing and extra and embedder is not None:
         vecs = _embed(embedder, [*missing[:12], *extra[:24]])
@@ -473,11 +565,13 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
         contrary = float(vecs[0] @ vecs[2]) - float(vecs[0] @ vecs[1]) if negated_ != statement else 0.0
     names_c, names_p, names_s = _names(claim), _names(passage), _names(statement)
     order, runs = _order(c_tokens, s_tokens)
+    synonym, opposed = _lexical(_differing(claim, set(missing)), _differing(statement, set(extra)),
+                                lexicon or load_lexicon())
     return {
         "words": words_score(claim, passage),
         "stated": len(c_terms & s_terms) / len(c_terms) if c_terms else 0.0,
         "cover": len(c_terms & s_terms) / len(s_terms) if s_terms else 0.0,
-        "novel": len(missing) / len(c_set) if c_set else 0.0,
+        "novel": len(c_set - s_set) / len(c_set) if c_set else 0.0,
         "negation": float(sig["negation"]),
         "prefix": float(_prefix_pair(claim, statement)),
         "numbers": float(sig["numbers"]),
@@ -489,6 +583,9 @@ def features(claim: str, passage: str, meaning: float, embedder: Any) -> dict[st
         "contrary": contrary,
         "contrary_rel": max(-5.0, min(2.0, contrary / max(shift, 0.01))),
         "entity": float(bool(names_c - names_p) and bool(names_s - names_c)),
+        "entity_stated": float(bool(names_c - names_s) and bool(names_s - names_c)),
+        "synonym": synonym,
+        "opposed": opposed,
     }
 
 
@@ -518,8 +615,9 @@ def closest(claim: str, passages_: list[str], embedder: Any, *, score: bool = Tr
     near = sorted((i for i, c in enumerate(out) if c.closeness >= best - ALIGN_MARGIN),
                   key=lambda i: -out[i].closeness)[:READ_TOP]
     model = load_model() if score else None  # read and hash-checked for every claim: 2 KB
+    lexicon = load_lexicon()  # likewise: 1 MB, ~3 ms
     for i in near:
-        out[i].features = features(claim, out[i].passage, meaning[i], embedder)
+        out[i].features = features(claim, out[i].passage, meaning[i], embedder, lexicon)
         out[i].probability = model.probability(out[i].features) if model is not None else 0.0
     return out
 

@@ -121,6 +121,10 @@ def clean_lines(r: Research) -> dict[str, str]:
                       f"([Island ferry]({ferry}), last updated: {FERRY_DATE}).",
         "quote": 'The ferry page says "Bicycles travel free of charge" on the crossing [^1].',
         "prices": f"In 2023 ticket prices rose by 5 percent ({prices}, last updated {PRICES_DATE}).",
+        # the page's words replaced by others of the same meaning ("stay" / "remain", "rose" / "increased")
+        "reworded": f"Dogs must remain on a lead on the car deck during the crossing ([Island ferry]({ferry}), "
+                    f"last updated: {FERRY_DATE}).",
+        "reworded prices": f"Ticket prices increased by 5 percent in 2023 ({prices}, last updated {PRICES_DATE}).",
         "closed": f'The harbour office is not open on Sundays — {prices.split("://")[1]} '
                   f"(last updated: {PRICES_DATE}).",
         "lamp": f"The lighthouse lamp was converted to electricity in 1953 [Lamp Evidence #{lamp['n']}].",
@@ -178,6 +182,7 @@ def test_the_clean_report_passes(research: Research, home: Path) -> None:
     verdicts = {key: at(doc, line)["verdict"] for key, line in where.items()
                 if not key.startswith("gap") and key != "intro"}
     assert verdicts["paraphrase"] == verdicts["prices"] == verdicts["closed"] == "supported"
+    assert verdicts["reworded"] == verdicts["reworded prices"] == "supported"
     assert verdicts["lamp"] in ("supported", "weakly supported")
     assert verdicts["quote"] == "quoted"
     assert verdicts["marked"] == "marked unsupported"
@@ -230,6 +235,8 @@ SEEDED: dict[str, tuple[str, Callable[[Research], str], str, str]] = {
                                    "[Lamp Evidence #9].", "citation unresolved", "unknown_reference"),
     "uncited claim": ("paraphrase", lambda r: "Boats leave from the south quay every two hours.", "uncited",
                       "uncited"),
+    "a claim citing only a number no list defines": (
+        "prices", lambda r: "In 2023 ticket prices rose by 5 percent.[3]", "citation unresolved", "uncited"),
     "reversed: a number": ("paraphrase", lambda r: r.lines["paraphrase"].replace("45 minutes", "55 minutes"),
                            "not found there", "not_found"),
     "reversed: direction": ("prices", lambda r: r.lines["prices"].replace("rose", "fell"), "not found there",

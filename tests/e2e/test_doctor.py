@@ -45,7 +45,8 @@ def test_without_a_browser_doctor_fails_and_names_the_fix(tmp_path):
     assert browser["status"] == "missing" and browser["required"] and "BRT_BROWSER" in browser["fix"]
     assert not any(c["name"] == "browser launch" for c in doc["checks"])  # nothing to launch
     # everything else was still checked
-    assert {"embedding model", "evidence models", "BRT_HOME", "MCP server", "Ray"} <= {c["name"] for c in doc["checks"]}
+    assert {"embedding model", "evidence models", "check models", "BRT_HOME", "MCP server", "Ray"} <= {
+        c["name"] for c in doc["checks"]}
 
 
 def test_a_brt_browser_that_is_not_a_browser_is_named(tmp_path):
@@ -73,3 +74,4 @@ def test_with_a_browser_and_the_models_doctor_passes(tmp_path):
     checks = {c["name"]: c for c in doc["checks"]}
     assert checks["browser launch"]["status"] == "ok" and "starts headless" in checks["browser launch"]["detail"]
     assert checks["evidence models"]["status"] == "ok" and checks["BRT_HOME"]["status"] == "ok"
+    assert checks["check models"]["status"] == "ok"

@@ -36,6 +36,17 @@ def test_an_evidence_line_as_brt_prints_it() -> None:
     assert parsed.evidence_lines[("CLS", 2)].url == "web.dev/articles/cls"
 
 
+def test_evidence_lines_whose_quotes_hold_line_breaks() -> None:
+    first = ('[Ferry Evidence #1] "Boats leave the south quay.\nThe crossing takes 45 minutes." — x.test/ferry '
+             "(last updated: 2024-05-01); also at y.test/ferry (last updated: unknown)")
+    second = '[Ferry Evidence #2] "Bicycles travel free." — x.test/bikes (last updated: 2024-05-01)'
+    found = claims_of(f"# Ferry\n\n{first}\n{second}\n")
+    assert [c.kind for c in found] == ["evidence line", "evidence line"], [c.text for c in found]
+    assert found[0].quotes == ["Boats leave the south quay. The crossing takes 45 minutes."]
+    assert [c.url for c in found[0].citations] == ["x.test/ferry", "y.test/ferry"]
+    assert (found[0].line, found[1].line) == (3, 5)
+
+
 @pytest.mark.parametrize(
     ("text", "url", "date"),
     [

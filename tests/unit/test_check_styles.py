@@ -142,7 +142,8 @@ def test_brt_own_line_types() -> None:
 
 
 PAGE = ("The old bridge is not safe for heavy lorries. It is completely unsafe in storms. Tickets cost 12 to 15 "
-        "euros for adults. Largest Contentful Paint should stay under 2.5 seconds.")
+        "euros for adults. Largest Contentful Paint should stay under 2.5 seconds. The \"no-cors\" mode is the "
+        "default.")
 
 
 @pytest.mark.parametrize(
@@ -161,6 +162,9 @@ PAGE = ("The old bridge is not safe for heavy lorries. It is completely unsafe i
         ("The old bridge is not … in storms", False),  # the elision joins two sentences
         ("It is completely... in storms", True),  # three full stops elide too
         ("It is … safe in storms", False),  # the elision leaves out "unsafe"'s negative half
+        ("The 'no-cors' mode is the default", True),  # a quotation in a quote takes the other marks
+        ("The ‘no-cors’ mode is the default", True),
+        ("The 'no-cors mode' is the default", False),  # the marks stand elsewhere: a change
     ],
 )
 def test_quote_rules(quote: str, found: bool) -> None:
@@ -189,3 +193,50 @@ def test_a_word_from_another_sentence_does_not_make_a_reversal_stated() -> None:
                "improvement, and above 4 seconds it is poor.")
     assert features("A Largest Contentful Paint of 2.5 seconds or less is poor.", passage, 1.0, None)["novel"] > 0
     assert features("A Largest Contentful Paint of 2.5 seconds or less is good.", passage, 1.0, None)["novel"] == 0
+
+
+def test_the_html_reports_remarks_on_itself_are_no_claims() -> None:
+    from orchestrator.audit.report_text import html_markdown
+
+    html = ('<!doctype html><html><body><main><h1>Harbour</h1><section id="acceptance"><h2>Acceptance criteria</h2>'
+            '<p class="note">The charter states no acceptance criteria.</p></section>'
+            "<section><h2>Ferry</h2><p>The ferry leaves every two hours, says "
+            '<a href="https://h.test/ferry">the timetable</a>.</p></section></main></body></html>')
+    found = claims(html_markdown(html))
+    assert len(found) == 1 and found[0].plain.startswith("The ferry leaves every two hours"), found
+    assert [c.url for c in found[0].citations] == ["https://h.test/ferry"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a restated sentence with the page's own footnote marks, and a link
+        "In 1893 the colony granted all women the vote.[51] ([History](https://h.test/history), 2024-05-01).",
+        # marks inside a quote, cited by a numbered reference the report lists
+        'The page says "the colony granted all women the vote.[51][52]" [1].\n\n## References\n\n'
+        "[1] https://h.test/history (last updated: 2024-05-01)\n",
+    ],
+)
+def test_the_pages_own_footnote_marks_are_not_citations(text: str) -> None:
+    found = [c for c in claims(text) if c.kind != "source"]
+    assert len(found) == 1 and [c.url for c in found[0].citations] == ["https://h.test/history"], found
+
+
+def test_a_numbered_reference_the_report_never_lists_still_fails_to_resolve() -> None:
+    found = claims("The colony granted all women the vote in 1893 [7].\n\n## References\n\n"
+                   "[1] https://h.test/history\n")
+    assert [(c.kind, c.n) for c in found[0].citations] == [("ref", 7)]
+
+
+def test_a_synthesis_json_read_alone_keeps_each_sources_stated_origin() -> None:
+    import json
+
+    from orchestrator.audit.report_text import json_markdown
+
+    blocks = [{"n": 1, "quote": "Boats leave every two hours.", "url": "https://h.test/a", "origin": "harvest"},
+              {"n": 2, "quote": "Bikes travel free.", "url": "https://h.test/b", "origin": "add_page"}]
+    doc = {"charter_id": "x", "title": "T", "sections": [
+        {"label": "A", "title": "A", "question": "q?", "gaps": [],
+         "blocks": [dict(b, last_updated="2024-05-01") for b in blocks]}]}
+    lines = [x for x in json_markdown(json.dumps(doc)).splitlines() if "Evidence #" in x]
+    assert ["added without a harvest" in x for x in lines] == [False, True]

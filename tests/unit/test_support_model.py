@@ -41,3 +41,31 @@ def test_a_model_naming_an_unknown_feature_is_refused(tmp_path: Path) -> None:
     copy.write_text(json.dumps(doc))
     with pytest.raises(SupportModelError, match="not among"):
         load_model(str(copy))
+
+
+def test_the_word_lexicon_loads_checked_and_relates_words_by_meaning() -> None:
+    from orchestrator.audit.support import load_lexicon
+
+    lexicon = load_lexicon()
+    assert lexicon.related("tiny", "small") == (True, False)  # an adjective with its cluster's head
+    assert lexicon.related("purchased", "bought") == (True, False)  # regular and irregular forms
+    assert lexicon.related("alive", "dead")[1] and not lexicon.related("alive", "dead")[0]
+    assert lexicon.related("swift", "slow")[1]  # opposed through the cluster ("swift" stands with "fast")
+    assert lexicon.related("harbour", "slowly") == (False, False)
+    assert lexicon.meanings("qwxzv") == frozenset()
+
+
+def test_an_altered_lexicon_is_refused(tmp_path: Path) -> None:
+    import gzip
+    import hashlib
+
+    from orchestrator.audit.support import LEXICON_PATH, load_lexicon
+
+    data = LEXICON_PATH.read_bytes()
+    copy = tmp_path / "lexicon.json.gz"
+    doc = json.loads(gzip.decompress(data))
+    doc["words"]["slow"] = doc["words"]["fast"]
+    copy.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    (tmp_path / "lexicon.json.gz.sha256").write_text(hashlib.sha256(data).hexdigest())
+    with pytest.raises(SupportModelError, match="does not match"):
+        load_lexicon(str(copy))
