@@ -267,7 +267,7 @@ def _footnote(block: Block, ctx: _Ctx) -> ReportClaim | None:
     spans = find_quotes(flat.text)
     if not spans:
         return None
-    quotes = [_quote_text(flat.text, a, b) for a, b in spans]
+    quotes = [_quote_text(flat, a, b) for a, b in spans]
     return ReportClaim(block.line, f"[^{block.fid}]: {' '.join(flat.plain().split())}", "footnote", quotes,
                        list(ctx.footnotes[block.fid or ""]), False, _plain(flat, 0, len(flat.text)))
 
@@ -635,15 +635,21 @@ def _only_glue(text: str) -> bool:
 def _claim(block: Block, flat: Flat, a: int, b: int, cited: list[Token], cites: dict[int, list[Citation]],
            kind: str) -> ReportClaim:
     spans = find_quotes(flat.text[a:b])
-    quotes = [_quote_text(flat.text, a + x, a + y) for x, y in spans]
+    quotes = [_quote_text(flat, a + x, a + y) for x, y in spans]
     text = " ".join(flat.plain(a, b).strip(" ,;").split())
     citations = [c for t in cited for c in cites[id(t)]]
     return ReportClaim(flat.line_at(a), text, kind, quotes, citations, False, _plain(flat, a, b),
                        _outside(flat, a, b, spans))
 
 
-def _quote_text(text: str, a: int, b: int) -> str:
-    return unescape(MASKED.sub(" ", text[a + 1:b - 1]))
+def _quote_text(flat: Flat, a: int, b: int) -> str:
+    """The words of the quote at ``a:b`` (marks excluded): a numbered mark in it as written (the page's own), any
+    other citation as a space."""
+    def restore(m: re.Match[str]) -> str:
+        token = flat.tokens[int(m.group(1))]
+        return token.text if token.kind == "ref" else " "
+
+    return unescape(MASKED.sub(restore, flat.text[a + 1:b - 1]))
 
 
 def _plain(flat: Flat, a: int, b: int) -> str:

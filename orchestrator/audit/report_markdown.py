@@ -412,8 +412,9 @@ _OPENERS = {'"': '"', "“": "”", "„": "“"}
 
 def find_quotes(text: str) -> list[tuple[int, int]]:
     """(start, end) of each quotation in ``text``, quote marks included: ``"…"``, ``“…”`` or ``„…“``, one
-    left-to-right pass. A quote never holds a citation mask: a stray opening mark before a citation is dropped
-    (so it cannot swallow the next citation), and the scan goes on after the mask."""
+    left-to-right pass. A quote holds no citation that stands apart: a stray opening mark before one is dropped (so
+    it cannot swallow the next citation), and the scan goes on after the mask. A mark glued to the word before it
+    ("… in 1893.[51] The …") is the page's own footnote mark, copied with its words, and stays in the quote."""
     out: list[tuple[int, int]] = []
     open_at, close = -1, ""
     i, n = 0, len(text)
@@ -424,7 +425,7 @@ def find_quotes(text: str) -> list[tuple[int, int]]:
                 if i > open_at + 1:
                     out.append((open_at, i + 1))
                 open_at = -1
-            elif ch == "\u27e6":
+            elif ch == "\u27e6" and (i == 0 or text[i - 1].isspace()):
                 open_at = -1  # a citation inside: the opening mark was stray
         elif ch in _OPENERS:
             open_at, close = i, _OPENERS[ch]

@@ -220,6 +220,9 @@ def test_the_html_reports_remarks_on_itself_are_no_claims() -> None:
 def test_the_pages_own_footnote_marks_are_not_citations(text: str) -> None:
     found = [c for c in claims(text) if c.kind != "source"]
     assert len(found) == 1 and [c.url for c in found[0].citations] == ["https://h.test/history"], found
+    assert found[0].quotes in ([], ["the colony granted all women the vote.[51][52]"])  # the marks stay quoted
+    page = "In 1893 the colony granted all women the vote.[51][52] The law passed the upper house."
+    assert all(match_quote(q, page).found for q in found[0].quotes)
 
 
 def test_a_numbered_reference_the_report_never_lists_still_fails_to_resolve() -> None:
