@@ -160,7 +160,7 @@ def _ymd(y: int, m: int, d: int) -> str | None:
 # -- brt's own line types ---------------------------------------------------------------------------------------
 
 _EVIDENCE_LINE = re.compile(
-    "^\\s*\u27e6(?P<ev>\\d+)\u27e7\\s*[\"“](?P<quote>[^\"”]*)[\"”]\\s*\u27e6(?P<src>\\d+)\u27e7"
+    "^\\s*\u27e6(?P<ev>\\d+)\u27e7\\s*[\"“](?P<quote>[^\u27e6]*?)[\"”]\\s*\u27e6(?P<src>\\d+)\u27e7"
     r"\s{0,8}\(last updated:\s{0,8}(?P<date>[^)]{0,40})\)(?P<rest>.*)$", re.DOTALL)
 _ALSO_AT = re.compile(r"(?<=\));\s{0,8}also at\s{1,8}(?P<url>[^\s(]{1,2000})\s{0,8}\(last updated:\s{0,8}"
                       r"(?P<date>[^)]{0,40})\)")
@@ -668,7 +668,7 @@ def _outside(flat: Flat, a: int, b: int, spans: list[tuple[int, int]]) -> str:
 
 def _tidy(text: str) -> str:
     """Collapsed whitespace, and no punctuation left stranded where a citation was ("( , )")."""
-    text = re.sub(r"\(\s*[,;.:]*\s*\)|\s+[,;:](?=\s|$)", " ", text)
+    text = re.sub(r"\( ?[,;.:]* ?\)| [,;:](?= |$)", " ", " ".join(text.split()))  # collapsed first: linear
     return " ".join(text.split())
 
 

@@ -47,6 +47,14 @@ def test_evidence_lines_whose_quotes_hold_line_breaks() -> None:
     assert (found[0].line, found[1].line) == (3, 5)
 
 
+def test_an_evidence_line_whose_quote_quotes_with_typographic_marks() -> None:
+    line = ('[Ferry Evidence #1] "The harbour master said “no” to night crossings." — x.test/ferry '
+            "(last updated: 2024-05-01); also at y.test/ferry (last updated: unknown)")
+    claim = only(line)
+    assert claim.kind == "evidence line" and claim.quotes == ["The harbour master said “no” to night crossings."]
+    assert [c.url for c in claim.citations] == ["x.test/ferry", "y.test/ferry"]
+
+
 @pytest.mark.parametrize(
     ("text", "url", "date"),
     [
