@@ -39,7 +39,8 @@ align best with the claim's, in order, that the claim's words span), :data:`FEAT
   the words the claim replaced than to the statement itself: a word replaced by its opposite brings the claim
   nearer the negated statement, a synonym takes it away (``contrary_rel``: the same over ``shift``);
 - ``entity``: the claim names a capitalised name or number the passage lacks while the statement names others;
-  ``entity_stated``: the same against the statement alone (the name put in may stand elsewhere on the page);
+  ``entity_stated``: the same against the statement alone, names counted (the name put in may stand elsewhere
+  on the page, the one replaced elsewhere in the sentence);
 - ``synonym``: the share of the claim's words the statement lacks that share a meaning (the word lexicon,
   ``models/lexicon.json.gz``: WordNet 3.0's synsets, an adjective with its cluster) with a word of the statement
   the claim lacks; ``opposed``: one of them stands against one of those (WordNet's antonyms, between meaning
@@ -435,11 +436,16 @@ _CAPITAL = word_pattern("proper")
 
 def _names(text: str) -> set[str]:
     """Capitalised words not opening a sentence, and numbers: the names and figures a text states."""
-    out = set(numbers(text))
+    return set(_name_counts(text))
+
+
+def _name_counts(text: str) -> Counter[str]:
+    """:func:`_names`, each counted as often as the text names it (numbers once)."""
+    out: Counter[str] = Counter(numbers(text))
     for m in _CAPITAL.finditer(text):
         before = text[:m.start()].rstrip()
         if before and before[-1] not in ".!?:\"“":
-            out.add(m.group(0).lower())
+            out[m.group(0).lower()] += 1
     return out
 
 
@@ -564,6 +570,7 @@ def features(claim: str, passage: str, meaning: float, embedder: Any,
         shift = 1.0 - float(vecs[0] @ vecs[1])
         contrary = float(vecs[0] @ vecs[2]) - float(vecs[0] @ vecs[1]) if negated_ != statement else 0.0
     names_c, names_p, names_s = _names(claim), _names(passage), _names(statement)
+    counted_c, counted_s = _name_counts(claim), _name_counts(statement)  # one of two "Mozilla"s replaced counts
     order, runs = _order(c_tokens, s_tokens)
     synonym, opposed = _lexical(_differing(claim, set(missing)), _differing(statement, set(extra)),
                                 lexicon or load_lexicon())
@@ -583,7 +590,7 @@ def features(claim: str, passage: str, meaning: float, embedder: Any,
         "contrary": contrary,
         "contrary_rel": max(-5.0, min(2.0, contrary / max(shift, 0.01))),
         "entity": float(bool(names_c - names_p) and bool(names_s - names_c)),
-        "entity_stated": float(bool(names_c - names_s) and bool(names_s - names_c)),
+        "entity_stated": float(bool(counted_c - counted_s) and bool(counted_s - counted_c)),
         "synonym": synonym,
         "opposed": opposed,
     }
