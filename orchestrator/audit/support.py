@@ -85,7 +85,7 @@ ALIGN_MARGIN = 0.1
 READ_TOP = 4
 FEATURES = ("words", "stated", "cover", "novel", "negation", "prefix", "numbers", "order", "runs", "pivot",
             "swap", "shift", "contrary", "contrary_rel", "entity", "entity_stated", "synonym", "opposed")
-#: The word lexicon (WordNet 3.0, built by ``bench/build_lexicon.py``; its sha256 is in the manifest).
+#: The word lexicon (WordNet 3.0, built by ``scripts/build_lexicon.py``; its sha256 is in the manifest).
 LEXICON_PATH = MODELS / "lexicon.json.gz"
 
 
@@ -464,7 +464,7 @@ def _negate_words(statement: str, stems: set[str]) -> str:
 @dataclass(frozen=True)
 class Lexicon:
     """Words and their meaning clusters, the opposed cluster pairs, and irregular forms (``forms``: "fell" ->
-    "fall"), as ``bench/build_lexicon.py`` wrote them."""
+    "fall"), as ``scripts/build_lexicon.py`` wrote them."""
 
     words: dict[str, tuple[int, ...]]
     opposed: frozenset[tuple[int, int]]

