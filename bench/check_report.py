@@ -16,8 +16,9 @@ None of these pages is one the support model was fitted on (``bench/fit_support.
 Reports. From each synthesis: brt's **own** outputs (the Markdown ``brt synthesize`` writes, its JSON, ``brt
 report``'s Markdown and HTML), and four reports an agent would write, one per style: **inline** links,
 **numbered** references with a References list, **footnotes**, and a **table** of claims with a Sources list of
-bare links. Each agent report opens with a framing sentence, quotes the first block of each answered section
-(every other quote with its first letter lower-cased, dates every third citation written "18 March 2025"),
+bare links (a ``|`` a quote holds written ``\\|`` in its cell, as Markdown escapes it). Each agent report opens
+with a framing sentence, quotes the first block of each answered section (every other quote with its first letter
+lower-cased, dates every third citation written "18 March 2025"),
 restates the first sentence of its first two blocks as claims (every third with a phrase moved, "…, in 2023." as
 "In 2023, …", every third a word or two reworded with a synonym of ``SYNONYMS`` here, none of which the fitting
 script uses),
@@ -278,7 +279,7 @@ def render(style: str, items: list[Item], title: str) -> tuple[str, dict[int, in
         where[i] = len(lines) + 1
         text = _sentence(style, it, refs)
         if style == "table":
-            text = "| " + text.replace("|", "/") + " |"
+            text = "| " + text.replace("|", "\\|") + " |"
             text = re.sub(r" (\[\d+\])\.? \|$", r" | \1 |", text) if it.cited and it.kind != "pair" else text
         lines += [text] if style == "table" else [text, ""]
     extra = [it.listed_extra for it in items if it.listed_extra]

@@ -229,7 +229,7 @@ STOP_WORDS = frozenset(
 # number regex anywhere else.
 
 WordShape = Literal["word", "identifier", "contraction", "alpha", "letters", "latin", "apostrophe", "term", "query",
-                    "name", "label", "capitalised", "proper", "ascii", "spaced"]
+                    "name", "label", "capitalised", "proper", "proper_apostrophe", "ascii", "spaced"]
 #: A word as each use reads it.
 WORD_SHAPES: dict[str, str] = {
     # letters and digits: ``words``/``content_words``/``terms``, the chunker's long runs
@@ -258,6 +258,9 @@ WORD_SHAPES: dict[str, str] = {
     "capitalised": r"\b[A-Z][\w'’-]*",
     # a capitalised ASCII word of two letters or more: names a claim states (``audit/support``)
     "proper": r"\b[A-Z][a-zA-Z]+\b",
+    # a capitalised name with an apostrophe inside ("O'Brien", "Nyong'o"), not a contraction or possessive
+    # ("It's", "Don't", "We'll"): one name to the support model (``audit/support``)
+    "proper_apostrophe": r"\b[A-Z][^\W\d_]*['’](?!(?:s|t|d|m|ll|re|ve)\b)[^\W\d_]+",
     # ASCII letters and digits: a charter id made from a question (``audit/starter``)
     "ascii": r"[A-Za-z0-9]+",
     # anything between spaces, as ``str.split`` cuts: the chunker's word offsets

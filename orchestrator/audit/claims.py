@@ -539,7 +539,7 @@ def _claims_of(block: Block, flat: Flat, a: int, b: int, tokens: list[Token], ct
     defined = _defines(flat, a)  # "[1] https://…": the [1] names the line, it cites nothing
     lead = defined is not None and tokens and any(t.url for t in tokens[1:])
     cited = _page_marks([t for i, t in enumerate(tokens) if (t.url or t.kind in ("footnote", "ref", "evidence"))
-                         and not (i == 0 and lead)], ctx)
+                         and not (i == 0 and lead)], ctx, [(a + x, a + y) for x, y in quotes])
     cites = _citations(flat, cited)
     _assign_dates(flat, a, b, cited, cites)
     restored = flat.plain(a, b).strip()
@@ -563,11 +563,13 @@ def _claims_of(block: Block, flat: Flat, a: int, b: int, tokens: list[Token], ct
     return out
 
 
-def _page_marks(cited: list[Token], ctx: _Ctx) -> list[Token]:
-    """``cited`` less the numbered marks the report's references do not define, when something else there cites:
-    those are the page's own footnote marks copied with its words ("… in 1893.[51] ([Page](url))"). Marks that
-    are all a span cites stay (and fail: a reference the report never lists)."""
-    marks = {id(t) for t in cited if t.kind == "ref" and not all(n in ctx.refs for n in t.refs)}
+def _page_marks(cited: list[Token], ctx: _Ctx, quotes: list[tuple[int, int]]) -> list[Token]:
+    """``cited`` less the numbered marks the report's references do not define or that stand inside a quotation
+    (``quotes``), when something else there cites: those are the page's own footnote marks copied with its words
+    ("… in 1893.[51] ([Page](url))", "\"… in 1893.[4] The …\" [9]", where the report's [4] is another source).
+    Marks that are all a span cites stay (and fail when the report never lists them)."""
+    marks = {id(t) for t in cited if t.kind == "ref" and (not all(n in ctx.refs for n in t.refs)
+                                                          or any(x < t.start and t.end < y for x, y in quotes))}
     if not marks or not any(id(t) not in marks and (t.kind != "footnote" or t.text[2:-1] in ctx.footnotes)
                             for t in cited):
         return cited

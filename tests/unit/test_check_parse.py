@@ -317,6 +317,19 @@ def test_support_features_see_each_kind_of_reversal(claim: str, feature: str) ->
     assert reversed_[feature] > 0, reversed_
 
 
+@pytest.mark.parametrize("name", ["D'Arcy", "Le'o", "The'o"])
+def test_a_name_with_an_apostrophe_replaced_is_another_name(name: str) -> None:
+    """A name written with an apostrophe is one word: put in another's place, even one whose first part is a
+    function word, it is a name the statement lacks."""
+    from orchestrator.audit.support import features
+
+    passage = "The harbour master Kofi O'Brien's new ferry leaves every two hours."
+    faithful = features("Kofi O'Brien's new ferry leaves every two hours.", passage, 1.0, None)
+    assert faithful["novel"] == faithful["entity_stated"] == 0, faithful
+    swapped = features(f"Kofi {name}'s new ferry leaves every two hours.", passage, 1.0, None)
+    assert swapped["novel"] > 0 and swapped["entity_stated"] == 1, swapped
+
+
 @pytest.mark.parametrize(
     "claim",
     [

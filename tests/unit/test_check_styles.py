@@ -207,22 +207,29 @@ def test_the_html_reports_remarks_on_itself_are_no_claims() -> None:
     assert [c.url for c in found[0].citations] == ["https://h.test/ferry"]
 
 
+_PAGE = "In 1893 the colony granted all women the vote.[51][52] The law passed the upper house.[2]"
+
+
 @pytest.mark.parametrize(
-    "text",
+    ("text", "quote"),
     [
         # a restated sentence with the page's own footnote marks, and a link
-        "In 1893 the colony granted all women the vote.[51] ([History](https://h.test/history), 2024-05-01).",
+        ("In 1893 the colony granted all women the vote.[51] ([History](https://h.test/history), 2024-05-01).",
+         None),
         # marks inside a quote, cited by a numbered reference the report lists
-        'The page says "the colony granted all women the vote.[51][52]" [1].\n\n## References\n\n'
-        "[1] https://h.test/history (last updated: 2024-05-01)\n",
+        ('The page says "the colony granted all women the vote.[51][52]" [1].\n\n## References\n\n'
+         "[1] https://h.test/history (last updated: 2024-05-01)\n", "the colony granted all women the vote.[51][52]"),
+        # marks inside a quote that are also numbers of other references the report lists
+        ('The page says "the colony granted all women the vote.[51][52] The law passed the upper house.[2]" [1].'
+         "\n\n## References\n\n[1] https://h.test/history (last updated: 2024-05-01)\n[2] https://h.test/other\n",
+         "the colony granted all women the vote.[51][52] The law passed the upper house.[2]"),
     ],
 )
-def test_the_pages_own_footnote_marks_are_not_citations(text: str) -> None:
+def test_the_pages_own_footnote_marks_are_not_citations(text: str, quote: str | None) -> None:
     found = [c for c in claims(text) if c.kind != "source"]
     assert len(found) == 1 and [c.url for c in found[0].citations] == ["https://h.test/history"], found
-    assert found[0].quotes in ([], ["the colony granted all women the vote.[51][52]"])  # the marks stay quoted
-    page = "In 1893 the colony granted all women the vote.[51][52] The law passed the upper house."
-    assert all(match_quote(q, page).found for q in found[0].quotes)
+    assert found[0].quotes == ([quote] if quote else [])  # the marks stay quoted
+    assert all(match_quote(q, _PAGE).found for q in found[0].quotes)
 
 
 def test_a_numbered_reference_the_report_never_lists_still_fails_to_resolve() -> None:
