@@ -258,7 +258,7 @@ WORD_SHAPES: dict[str, str] = {
     "capitalised": r"\b[A-Z][\w'’-]*",
     # a capitalised ASCII word of two letters or more: names a claim states (``audit/support``)
     "proper": r"\b[A-Z][a-zA-Z]+\b",
-    # a capitalised name with an apostrophe inside ("O'Brien", "Nyong'o"), not a contraction or possessive
+    # a capitalised name with an apostrophe inside ("O'Brien", "D'Arcy"), not a contraction or possessive
     # ("It's", "Don't", "We'll"): one name to the support model (``audit/support``)
     "proper_apostrophe": r"\b[A-Z][^\W\d_]*['’](?!(?:s|t|d|m|ll|re|ve)\b)[^\W\d_]+",
     # ASCII letters and digits: a charter id made from a question (``audit/starter``)

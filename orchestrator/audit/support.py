@@ -436,8 +436,8 @@ _APOSTROPHE_NAME = word_pattern("proper_apostrophe")
 
 
 def _one_word_names(text: str) -> str:
-    """``text`` with the apostrophe taken out of its names ("Nyong'o's" -> "Nyongo's"): a name stays one word
-    (its second part is no separate word, and "The'o" for it no function word)."""
+    """``text`` with the apostrophe taken out of its names ("O'Brien's" -> "OBrien's"): a name stays one word
+    (its second part is no separate word, nor its first part a function word)."""
     return _APOSTROPHE_NAME.sub(lambda m: m.group(0).replace("'", "").replace("’", ""), text)
 
 
@@ -555,7 +555,7 @@ def features(claim: str, passage: str, meaning: float, embedder: Any,
     """The model's features for ``claim`` against ``passage`` (``lexicon``: the word lexicon, read if not given).
     ``meaning`` (the mapped cosine, which chooses the closest statements) is not one: fitted with it, its weight
     came out negative (every reversal is as close in meaning as the statement it reverses), so it was left out.
-    A name with an apostrophe inside ("Nyong'o") is read as one word."""
+    A name with an apostrophe inside ("O'Brien") is read as one word."""
     claim, passage = _one_word_names(claim), _one_word_names(passage)
     statement = _statement(claim, passage)
     c_terms, s_terms = set(_terms(claim)) | numbers(claim), set(_terms(statement)) | numbers(statement)
