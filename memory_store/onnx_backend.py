@@ -204,8 +204,8 @@ def padded_batches(
     order = np.argsort([-len(e.ids) for e in encs], kind="stable")
     start = 0
     while start < len(encs):
-        width = max(1, len(encs[order[start]].ids))  # the batch's longest: sorted, it comes first
-        rows = batch_size if max_tokens is None else max(1, min(batch_size, max_tokens // width))
+        width = len(encs[order[start]].ids)  # the batch's longest: sorted, it comes first
+        rows = batch_size if max_tokens is None else max(1, min(batch_size, max_tokens // max(1, width)))
         idx = order[start : start + rows]
         start += rows
         ids = np.zeros((len(idx), width), dtype=np.int64)
