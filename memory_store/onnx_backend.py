@@ -8,7 +8,8 @@ How it spends the CPU (``docs/storage.md``, "Embeddings"): batches of at most ``
 caches (32 chunks of 256 tokens hold 100 MB of attention scores), and one ONNX thread per batch, the batches
 shared among ``embedding_threads()`` callers instead of every operator split across threads (whose hand-offs
 cost CPU on every one of a run's hundreds of operators). Each text's vector is the one it gets alone: the fp32
-graph computes every row by itself, so the batching changes no bit of it.
+graph computes every row by itself, so the batching changes no bit of it. The int8 graph scales its activations per
+batch, so it keeps batches of ``batch_size`` texts (and the vectors it always gave).
 """
 
 from __future__ import annotations
@@ -41,9 +42,12 @@ class OnnxEncoder:
     """Tokenizer + ONNX Runtime session of one exported model; ``encode`` gives pooled, unnormalised vectors."""
 
     def __init__(self, onnx_file: Path, tokenizer_file: Path, *, max_tokens: int, pooling: str,
-                 model_bytes: bytes | None = None, tokenizer_json: str | None = None) -> None:
+                 model_bytes: bytes | None = None, tokenizer_json: str | None = None,
+                 batch_tokens: int | None = BATCH_TOKENS) -> None:
         """``model_bytes`` / ``tokenizer_json``: the files' contents already read (and hash-checked,
-        ``model_export.verified_bytes``), loaded instead of reading the paths again."""
+        ``model_export.verified_bytes``), loaded instead of reading the paths again. ``batch_tokens``: padded
+        tokens a batch at most (None: ``batch_size`` texts whatever their length; the int8 graph scales its
+        activations per batch, so its vectors depend on the batches and keep the ones they always had)."""
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -53,6 +57,7 @@ class OnnxEncoder:
             raise EmbeddingModelError(f"unsupported pooling {pooling!r} for the ONNX backend")
         self.pooling = pooling
         self.max_tokens = max_tokens
+        self.batch_tokens = batch_tokens
         try:
             # two instances: counting must see the whole text, embedding truncates like FlagEmbedding
             def load() -> Any:
@@ -106,12 +111,12 @@ class OnnxEncoder:
         self, texts: list[str], batch_size: int, *, stop: threading.Event | None = None
     ) -> tuple[np.ndarray, int]:
         """Pooled vectors of ``texts`` (rows in input order, not normalised) and the number of batches run.
-        Texts are sorted by length and batched (at most ``batch_size`` texts and ``BATCH_TOKENS`` padded tokens a
+        Texts are sorted by length and batched (at most ``batch_size`` texts and ``batch_tokens`` padded tokens a
         batch, each padded to its longest), the batches run by up to ``self.threads`` threads at once.
         ``stop``: looked at before each batch; once set, WriteStopped is raised."""
 
         encs = self._embed_tok.encode_batch(list(texts), add_special_tokens=True)
-        batches = iter(padded_batches(encs, batch_size, max_tokens=BATCH_TOKENS))
+        batches = iter(padded_batches(encs, batch_size, max_tokens=self.batch_tokens))
         state = _Run(len(texts))
 
         def work() -> None:
