@@ -108,10 +108,11 @@ class ConceptIndex(ConceptDag):
                 from memory_store import get_embedder
 
                 emb = get_embedder()
+            batches = emb.batches
             out = emb.embed_documents(list(texts))
             # concept labels are not store chunks: keep the embedder's chunk counters (harvest reports) exact
             emb.texts_embedded -= len(texts)
-            emb.batches -= -(-len(texts) // max(1, emb.batch_size))
+            emb.batches = batches
         return np.stack([unit(v) for v in out]).astype(np.float32)
 
     @property

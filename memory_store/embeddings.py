@@ -137,7 +137,7 @@ class Embedder:
     def _load_onnx(self) -> None:
         """The exported model on ONNX Runtime (exported from the local weights first when not cached)."""
         from .model_export import ensure_export, verified_bytes, verified_source
-        from .onnx_backend import OnnxEncoder
+        from .onnx_backend import BATCH_TOKENS, OnnxEncoder
 
         int8 = self.backend == "onnx-int8"
         exported = ensure_export(self.name, self.path, int8=int8)
@@ -155,6 +155,7 @@ class Embedder:
         self._onnx = OnnxEncoder(
             onnx_file, self.path / "tokenizer.json", max_tokens=self.max_tokens, pooling=self.pooling,
             model_bytes=model_bytes, tokenizer_json=tokenizer_json,
+            batch_tokens=None if int8 else BATCH_TOKENS,
         )
         try:
             self.dim = int(json.loads((self.path / "config.json").read_text())["hidden_size"])

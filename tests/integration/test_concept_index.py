@@ -235,3 +235,15 @@ def test_cli_concepts_and_subtree_search(brt_home, embedder, make_charter, tmp_p
     result = synthesize(load_charter(charter), out=tmp_path / "r.md")
     assert "```mermaid" in result.markdown and "flowchart TD" in result.markdown
     assert result.sections[0].blocks
+
+
+def test_concept_labels_leave_the_embedders_counters_alone(tmp_path, embedder):
+    """Concept labels are no store chunks: the texts and batches a harvest reports count chunks only, however the
+    embedder batched the labels."""
+    mem = Memory("cicount", basepath=tmp_path / "memory")
+    mem.add_many(demo_pages()[:2])
+    emb = mem.embedder
+    before = (emb.texts_embedded, emb.batches)
+    ci, _ = update_from_store(mem, SECTIONS)
+    assert len(ci) > 3  # labels were embedded
+    assert (emb.texts_embedded, emb.batches) == before

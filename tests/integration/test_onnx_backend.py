@@ -57,11 +57,51 @@ def test_default_embedder_is_onnx_fp32(embedder):
 
 
 def test_onnx_threads_sleep_when_idle(onnx_fp32):
-    """A harvest shares 2 cores with Chromium: idle ORT threads must not spin-wait (the default does)."""
+    """A harvest shares 2 cores with Chromium: idle ORT threads must not spin-wait (the default does), and each
+    run has one thread (the embedder's threads run batches side by side instead)."""
     opts = onnx_fp32._onnx.session_options
     assert opts.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert opts.get_session_config_entry("session.inter_op.allow_spinning") == "0"
-    assert opts.inter_op_num_threads == 1
+    assert opts.inter_op_num_threads == 1 and opts.intra_op_num_threads == 1
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_onnx_fp32_vectors_do_not_depend_on_batching_or_threads(onnx_fp32, monkeypatch, threads):
+    """Texts of every length (a chunk of 256 tokens runs alone, short ones share a batch) give the very vectors
+    each gets embedded alone, whichever thread runs its batch; rows come back in input order."""
+    texts = [*TEXTS, *(f"{i} short sentence number {i} about paint timing." for i in range(40)), TEXTS[4][:400]]
+    alone = np.stack([onnx_fp32.embed_documents([t])[0] for t in texts])
+    monkeypatch.setattr(onnx_fp32._onnx, "threads", threads)
+    before = onnx_fp32.batches
+    together = onnx_fp32.embed_documents(texts)
+    assert np.abs(together - alone).max() <= 1e-6
+    batches = onnx_fp32.batches - before
+    assert 2 < batches < len(texts)  # short texts shared batches, the long ones ran alone
+
+
+def test_onnx_stop_and_errors_reach_the_caller_from_any_thread(onnx_fp32, monkeypatch):
+    import threading
+
+    from memory_store.errors import WriteStopped
+
+    monkeypatch.setattr(onnx_fp32._onnx, "threads", 2)
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(WriteStopped):
+        onnx_fp32.embed_documents(TEXTS * 4, stop=stop)
+    calls = []
+    real = onnx_fp32._onnx._pooled
+
+    def failing(feeds):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 3:
+            raise RuntimeError("model failed")
+        return real(feeds)
+
+    monkeypatch.setattr(onnx_fp32._onnx, "_pooled", failing)
+    with pytest.raises(RuntimeError, match="model failed"):
+        onnx_fp32.embed_documents(TEXTS * 4)
+    assert len(calls) < len(TEXTS * 4)  # the other thread stopped at its next batch
 
 
 def test_onnx_fp32_vectors_equal_flagembedding(flag, onnx_fp32):
@@ -89,6 +129,7 @@ def test_onnx_tokens_equal_flagembedding(flag, onnx_fp32):
 
 def test_onnx_int8_close_to_fp32_but_not_identical(flag, onnx_int8):
     assert onnx_int8.precision == "int8"
+    assert onnx_int8._onnx.batch_tokens is None  # scales per batch: it keeps its batches of 32 texts
     cos = np.sum(flag.embed_documents(TEXTS) * onnx_int8.embed_documents(TEXTS), axis=1)
     assert cos.min() >= 0.98, cos
     assert cos.max() < 0.999999  # really the quantised graph
