@@ -114,10 +114,35 @@ class SupportModel:
 
 
 def load_model(path: str | None = None) -> SupportModel:
-    """The weights at ``path`` (default: the shipped ones), checked against the sha256 recorded for them each
-    time they are read (parsed once per content)."""
+    """The weights at ``path`` (default: the shipped ones), checked against the sha256 recorded for them."""
     p = Path(path) if path else MODEL_PATH
-    return _parse(str(p), *_checked(p, "support model"))
+    return _verified(p, "support model", lambda data, digest: _parse(str(p), data, digest))
+
+
+#: What each model file gave, by the file's and its record's identity (inode, size, modification time): a file is
+#: read and hash-checked again only once it or its record changed, not for every claim.
+_VERIFIED: dict[tuple[str, Any, Any], Any] = {}
+
+
+def _verified(p: Path, what: str, parse: Any) -> Any:
+    """``parse(bytes, sha256)`` of the model file ``p`` (``_checked``), kept until the file or its record change."""
+    key = (str(p), _stamp(p), _stamp(_record_file(p)))
+    if key[1] is not None and key in _VERIFIED:
+        return _VERIFIED[key]
+    out = parse(*_checked(p, what))
+    if key[1] is not None:
+        if len(_VERIFIED) >= 16:
+            _VERIFIED.clear()
+        _VERIFIED[key] = out
+    return out
+
+
+def _stamp(p: Path) -> tuple[int, int, int] | None:
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _checked(p: Path, what: str) -> tuple[bytes, str]:
@@ -132,7 +157,6 @@ def _checked(p: Path, what: str) -> tuple[bytes, str]:
     return data, digest
 
 
-@functools.lru_cache(maxsize=8)
 def _parse(p: str, data: bytes, digest: str) -> SupportModel:
     try:
         doc = json.loads(data)
@@ -148,13 +172,22 @@ def _parse(p: str, data: bytes, digest: str) -> SupportModel:
         raise SupportModelError(f"support model {p}: malformed ({exc})") from None
 
 
+def _record_file(path: Path) -> Path:
+    """Where the sha256 of the model file ``path`` is recorded: the manifest beside the shipped models, else a
+    ``.sha256`` file beside it."""
+    if path.resolve().parent == MODELS.resolve():
+        return MODELS / "manifest.json"
+    return path.with_name(path.name + ".sha256")
+
+
 def _recorded(path: Path) -> str | None:
-    manifest = MODELS / "manifest.json"
-    if path.resolve().parent == MODELS.resolve() and manifest.is_file():
-        entry = json.loads(manifest.read_text(encoding="utf-8")).get("files", {}).get(path.name)
+    record = _record_file(path)
+    if not record.is_file():
+        return None
+    if record.name == "manifest.json":
+        entry = json.loads(record.read_text(encoding="utf-8")).get("files", {}).get(path.name)
         return entry.get("sha256") if isinstance(entry, dict) else None
-    side = path.with_name(path.name + ".sha256")
-    return side.read_text(encoding="utf-8").split()[0] if side.is_file() else None
+    return record.read_text(encoding="utf-8").split()[0]
 
 
 def _cutoff(name: str, default: float) -> float:
@@ -507,10 +540,9 @@ _ENDINGS = (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"),
 def load_lexicon(path: str | None = None) -> Lexicon:
     """The word lexicon at ``path`` (default: the shipped one), checked against its recorded sha256."""
     p = Path(path) if path else LEXICON_PATH
-    return _parse_lexicon(str(p), _checked(p, "word lexicon")[0])
+    return _verified(p, "word lexicon", lambda data, _digest: _parse_lexicon(str(p), data))
 
 
-@functools.lru_cache(maxsize=2)
 def _parse_lexicon(p: str, data: bytes) -> Lexicon:
     import gzip
 
@@ -630,8 +662,8 @@ def closest(claim: str, passages_: list[str], embedder: Any, *, score: bool = Tr
     best = max(c.closeness for c in out)
     near = sorted((i for i, c in enumerate(out) if c.closeness >= best - ALIGN_MARGIN),
                   key=lambda i: -out[i].closeness)[:READ_TOP]
-    model = load_model() if score else None  # read and hash-checked for every claim: 2 KB
-    lexicon = load_lexicon()  # likewise: 1 MB, ~3 ms
+    model = load_model() if score else None  # read and hash-checked once per process, again if it changes
+    lexicon = load_lexicon()
     for i in near:
         out[i].features = features(claim, out[i].passage, meaning[i], embedder, lexicon)
         out[i].probability = model.probability(out[i].features) if model is not None else 0.0
