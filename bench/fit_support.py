@@ -140,10 +140,10 @@ def claims_of(pages: list[tuple[str, str, str]], per_page: int, rng: random.Rand
 
 
 def featurize(claims: list[dict], texts: dict[str, str]) -> list[list[float]]:
-    from memory_store.embeddings import get_embedder
+    from memory_store.embeddings import full_precision
     from orchestrator.audit import support
 
-    embedder = get_embedder()
+    embedder = full_precision()
     page_passages = {pid: support.passages(text) for pid, text in texts.items()}
     rows = []
     for i, c in enumerate(claims):

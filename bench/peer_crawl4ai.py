@@ -6,7 +6,9 @@ text embedded by the same model (all-MiniLM-L6-v2, the copy brt bundles) in a La
 
 - ``brt_auto``: ``brt harvest`` (the CLI, a process of its own) with ``harvest.render: auto``;
 - ``c4ai_browser``: Crawl4AI with its browser (the system Chromium), JavaScript on;
-- ``c4ai_http``: Crawl4AI over plain HTTP (``AsyncHTTPCrawlerStrategy``), no browser.
+- ``c4ai_http``: Crawl4AI over plain HTTP (``AsyncHTTPCrawlerStrategy``), no browser;
+- ``brt_auto_int8`` (only when named in ``--setups``): ``brt_auto`` with ``BRT_EMBED_BACKEND=onnx-int8``, the
+  opt-in int8 embedder (not the default: docs/storage.md, "Embeddings"), with its own ratios to the peers.
 
 Crawl4AI's pages go the way its documentation shows for RAG: the "fit markdown" of its ``DefaultMarkdownGenerator``
 with a ``PruningContentFilterLXML`` (boilerplate pruned; the raw markdown when that is empty), split into passages
@@ -55,7 +57,8 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench._common import evaluate, load_aeb, machine_info, resolve_eval_dir, write_result  # noqa: E402
 
-SETUPS = ("brt_auto", "c4ai_browser", "c4ai_http")
+SETUPS = ("brt_auto", "c4ai_browser", "c4ai_http", "brt_auto_int8")
+DEFAULT_SETUPS = SETUPS[:3]
 DEFAULT_VENV = Path("~/.cache/brt-bench/crawl4ai-venv").expanduser()
 PEER_PACKAGES = ("crawl4ai", "sentence-transformers", "lancedb")
 TARGETS = {"brt_over_c4ai_browser_cpu_max": 0.25, "brt_over_c4ai_http_cpu_max": 0.40, "brt_auto_f1_min": 0.955}
@@ -166,13 +169,14 @@ def run_measured(cmd: list[str], env: dict[str, str], log: Path, timeout_s: floa
 # -- the setups --------------------------------------------------------------------------------------------------
 
 
-def brt_run(urls: list[str], work: Path, rnd: int, env: dict[str, str], timeout_s: float) -> dict[str, Any]:
+def brt_run(urls: list[str], work: Path, rnd: int, env: dict[str, str], timeout_s: float,
+            tag: str = "brt_auto") -> dict[str, Any]:
     """``brt harvest`` with ``render: auto`` in a process of its own (a fresh BRT_HOME); the texts read back from
     its store afterwards (not measured)."""
     import yaml
 
-    home = work / f"brt_home_{rnd}"
-    charter = work / f"brt_auto_{rnd}.yaml"
+    home = work / f"{tag}_home_{rnd}"
+    charter = work / f"{tag}_{rnd}.yaml"
     charter.write_text(yaml.safe_dump({
         "id": "peer_bench",
         "title": "peer benchmark (brt, render auto)",
@@ -184,7 +188,7 @@ def brt_run(urls: list[str], work: Path, rnd: int, env: dict[str, str], timeout_
         "memory": {"use_concept_index": False},
     }))
     cmd = [sys.executable, "-m", "orchestrator.cli", "--quiet", "harvest", str(charter)]
-    log = work / f"brt_auto_{rnd}.log"
+    log = work / f"{tag}_{rnd}.log"
     cpu, wall, rc = run_measured(cmd, {**env, "BRT_HOME": str(home)}, log, timeout_s)
     texts: dict[str, str] = {}
     chunks = 0
@@ -322,10 +326,11 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         out[f"{setup}_wall_s"] = round(statistics.median(r["wall_s"] for r in rs), 1)
         out[f"{setup}_f1"] = round(statistics.median(r["f1"] for r in rs), 4)
         out[f"{setup}_chunks"] = rs[-1]["chunks"]
-    brt = out.get("brt_auto_cpu_s")
-    for peer in ("c4ai_browser", "c4ai_http"):
-        if brt and out.get(f"{peer}_cpu_s"):
-            out[f"brt_over_{peer}_cpu"] = round(brt / out[f"{peer}_cpu_s"], 3)
+    for brt_setup, prefix in (("brt_auto", "brt"), ("brt_auto_int8", "brt_int8")):
+        brt = out.get(f"{brt_setup}_cpu_s")
+        for peer in ("c4ai_browser", "c4ai_http"):
+            if brt and out.get(f"{peer}_cpu_s"):
+                out[f"{prefix}_over_{peer}_cpu"] = round(brt / out[f"{peer}_cpu_s"], 3)
     reached = {f"brt_over_{peer}_cpu": out.get(f"brt_over_{peer}_cpu", 9.0) <= TARGETS[f"brt_over_{peer}_cpu_max"]
                for peer in ("c4ai_browser", "c4ai_http")}
     out["reached"] = reached | {"brt_auto_f1": out.get("brt_auto_f1", 0) >= TARGETS["brt_auto_f1_min"]}
@@ -354,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-dir", default=None, help="folder holding article-extraction-benchmark/")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--limit", type=int, default=None, help="only the first N pages (a quick check; say so)")
-    ap.add_argument("--setups", default=",".join(SETUPS))
+    ap.add_argument("--setups", default=",".join(DEFAULT_SETUPS), help=f"any of {', '.join(SETUPS)}")
     ap.add_argument("--venv", default=str(DEFAULT_VENV), help="the peer's virtual environment (outside the repo)")
     ap.add_argument("--torch-wheel", default=None, help="a local torch CPU wheel for the peer's venv")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
@@ -387,8 +392,9 @@ def main(argv: list[str] | None = None) -> int:
             for setup in order:
                 print(f"[peer] round {rnd + 1}: {setup} (load {os.getloadavg()[0]:.2f}) ...", file=sys.stderr)
                 load = [round(x, 2) for x in os.getloadavg()]
-                if setup == "brt_auto":
-                    run = brt_run(urls, work, rnd, env, args.timeout_s)
+                if setup.startswith("brt_auto"):
+                    brt_env = {**env, "BRT_EMBED_BACKEND": "onnx-int8"} if setup == "brt_auto_int8" else env
+                    run = brt_run(urls, work, rnd, brt_env, args.timeout_s, tag=setup)
                 else:
                     mode = "browser" if setup == "c4ai_browser" else "http"
                     run = peer_run(python, mode, urls, work, rnd, env, args.chromium, model, args.timeout_s)

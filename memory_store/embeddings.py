@@ -10,6 +10,8 @@ cache, or a local model folder) runs on FlagEmbedding. Heavy libraries are impor
 
 A store records the precision of its vectors (``fp32`` or ``int8``, see ``Memory``); ``auto`` follows it, so one
 store never mixes int8 and fp32 vectors, and a backend of the other precision is refused (``ModelMismatch``).
+The features of brt's fitted models (evidence scorer, acceptance judge, claim support) are computed with the fp32
+engine whatever a store's precision (``full_precision``): they were fitted on fp32 vectors.
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ DEFAULT_BATCH_SIZE = 32
 BACKENDS = ("flag", "onnx", "onnx-int8")
 PRECISIONS = {"flag": "fp32", "onnx": "fp32", "onnx-int8": "int8"}
 # The default model's engine when neither BRT_EMBED_BACKEND nor the store decides (docs/storage.md, "Embeddings",
-# says why).
+# says why: int8 loses answers of the evidence benchmarks), and the engines tried in turn when one cannot load
+# (of the store's precision: a new store may fall back to another).
 DEFAULT_BACKEND = "onnx"
+_FALLBACKS = {"onnx-int8": ("onnx-int8", "onnx", "flag"), "onnx": ("onnx", "flag"), "flag": ("flag",)}
 BACKEND_ENV = "BRT_EMBED_BACKEND"
 
 # Scores (cosine similarity) below these are not evidence; "the store's documented default" per model.
@@ -136,7 +140,7 @@ class Embedder:
 
     def _load_onnx(self) -> None:
         """The exported model on ONNX Runtime (exported from the local weights first when not cached)."""
-        from .model_export import ensure_export, verified_bytes, verified_source
+        from .model_export import INT8_GRAPH_LEVEL, ensure_export, verified_bytes, verified_source
         from .onnx_backend import BATCH_TOKENS, OnnxEncoder
 
         int8 = self.backend == "onnx-int8"
@@ -155,7 +159,7 @@ class Embedder:
         self._onnx = OnnxEncoder(
             onnx_file, self.path / "tokenizer.json", max_tokens=self.max_tokens, pooling=self.pooling,
             model_bytes=model_bytes, tokenizer_json=tokenizer_json,
-            batch_tokens=None if int8 else BATCH_TOKENS,
+            batch_tokens=BATCH_TOKENS, graph_level=INT8_GRAPH_LEVEL if int8 else "all",
         )
         try:
             self.dim = int(json.loads((self.path / "config.json").read_text())["hidden_size"])
@@ -364,28 +368,59 @@ def get_embedder(model: str | None = None, *, precision: str | None = None, back
     """The process-wide embedder for ``model`` (None = the bundled default), loaded on first use.
 
     ``precision`` ("fp32"/"int8") is the one a store requires; ``backend`` forces an engine (else
-    ``choose_backend``). With ``auto``, an fp32 ONNX backend that cannot load falls back to FlagEmbedding."""
+    ``choose_backend``). With ``auto``, an engine that cannot load falls back to the next of the store's precision
+    (fp32 ONNX to FlagEmbedding; a new store's int8 to fp32 too), with a warning."""
     name = resolve_model_name(model)
     chosen = backend or choose_backend(name, precision)
     if precision is not None and PRECISIONS.get(chosen) != precision:
         raise ModelMismatch(f"backend {chosen} makes {PRECISIONS.get(chosen)} vectors, the store holds {precision}")
+    if backend is not None or requested_backend() is not None:
+        return _loaded(name, (chosen,))
+    # auto: the first engine that loads of the chosen one's fallbacks of the store's precision
+    return _loaded(name, tuple(e for e in _FALLBACKS[chosen] if precision in (None, PRECISIONS[e])))
+
+
+def full_precision(model: str | None = None) -> Embedder:
+    """The fp32 engine of ``model``, whatever precision the store or ``$BRT_EMBED_BACKEND`` asks for (an fp32
+    backend it names is used): the features brt's fitted models read (evidence scorer, acceptance judge, claim
+    support) were fitted on fp32 vectors, so they are computed from these even over an int8 store."""
+    name = resolve_model_name(model)
+    wanted = requested_backend()
+    if name != DEFAULT_MODEL:
+        return _loaded(name, ("flag",))
+    if wanted is not None and PRECISIONS[wanted] == "fp32":
+        return _loaded(name, (wanted,))
+    return _loaded(name, _FALLBACKS["onnx"])
+
+
+def fp32_embedder(embedder: Any) -> Any:
+    """``embedder`` itself when its vectors are fp32, else its model's fp32 engine (``full_precision``)."""
+    if getattr(embedder, "precision", "fp32") == "fp32":
+        return embedder
+    return full_precision(getattr(embedder, "name", None))
+
+
+def _loaded(name: str, engines: tuple[str, ...]) -> Embedder:
+    """The process-wide embedder of ``name`` on the first of ``engines`` that loads (a warning for each that
+    does not, the last one's error raised)."""
     with _cache_lock:
-        cached = _cache.get(f"{name}|{chosen}")
-        if cached is not None:
-            return cached
+        for key in (f"{name}|{e}" for e in engines):
+            if key in _cache:
+                return _cache[key]
         path = _resolve_model_path(name)
         if not path.is_dir():
             raise EmbeddingModelError(f"embedding model folder {path} for {name!r} does not exist")
-        try:
-            embedder = Embedder(name, path, backend=chosen)
-        except EmbeddingModelError as exc:
-            if chosen != "onnx" or backend is not None or requested_backend() is not None:
-                raise
-            log.warning("ONNX backend unavailable (%s); using FlagEmbedding", exc)
-            chosen = "flag"
-            embedder = _cache.get(f"{name}|flag") or Embedder(name, path, backend="flag")
-        _cache[f"{name}|{chosen}"] = embedder
-        return embedder
+        for i, engine in enumerate(engines):
+            try:
+                embedder = _cache.get(f"{name}|{engine}") or Embedder(name, path, backend=engine)
+            except EmbeddingModelError as exc:
+                if i == len(engines) - 1:
+                    raise
+                log.warning("embedding backend %s unavailable (%s); trying %s", engine, exc, engines[i + 1])
+                continue
+            _cache[f"{name}|{engine}"] = embedder
+            return embedder
+        raise EmbeddingModelError(f"no embedding backend for {name!r}")  # pragma: no cover - engines is never empty
 
 
 class TextVectors:

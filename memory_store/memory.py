@@ -20,7 +20,14 @@ from . import _maintenance, _remote, _snapshot, _writes
 from ._locks import StoreLocks
 from ._meta import FORMAT_VERSION, StoreMeta, append_events, embedder_fits, read_events
 from .chunking import split_algo, window_for
-from .embeddings import DEFAULT_MODEL, default_min_similarity, get_embedder, resolve_model_name, vector_precision
+from .embeddings import (
+    DEFAULT_MODEL,
+    default_min_similarity,
+    fp32_embedder,
+    get_embedder,
+    resolve_model_name,
+    vector_precision,
+)
 from .errors import MemoryStoreError, ModelMismatch, StoreNotFound, WriteStopped
 from .pointers import chunk_ids_under, purge_urls
 from .records import CheckResult, Hit, PageInput, PageRecord, StoreStats, make_snippet
@@ -152,6 +159,13 @@ class Memory:
             self._check_embedder(meta, emb)
             self._embedder = emb
         return self._embedder
+
+    @property
+    def feature_embedder(self) -> Any:
+        """The embedder of the features brt's fitted models read (evidence scorer, acceptance, claim support): the
+        store's own when its vectors are fp32, else its model at fp32 (``embeddings.fp32_embedder``), since those
+        models were fitted on fp32 vectors. Searching uses ``embedder``, of the store's precision."""
+        return fp32_embedder(self.embedder)
 
     def _check_embedder(self, meta: dict[str, Any] | None, embedder: Any) -> None:
         """Refuse an embedder of another model, precision or dimension than the store's (ModelMismatch); warn once

@@ -9,7 +9,8 @@ caches (32 chunks of 256 tokens hold 100 MB of attention scores), and one ONNX t
 shared among ``embedding_threads()`` callers instead of every operator split across threads (whose hand-offs
 cost CPU on every one of a run's hundreds of operators). Each text's vector is the one it gets alone: the fp32
 graph computes every row by itself, so the batching changes no bit of it. The int8 graph scales its activations per
-batch, so it keeps batches of ``batch_size`` texts (and the vectors it always gave).
+batch, so a short text's int8 vector depends a little on the texts batched with it; a chunk (more than half the
+budget) runs alone, so its vector is the one it gets alone.
 """
 
 from __future__ import annotations
@@ -43,11 +44,13 @@ class OnnxEncoder:
 
     def __init__(self, onnx_file: Path, tokenizer_file: Path, *, max_tokens: int, pooling: str,
                  model_bytes: bytes | None = None, tokenizer_json: str | None = None,
-                 batch_tokens: int | None = BATCH_TOKENS) -> None:
+                 batch_tokens: int | None = BATCH_TOKENS, graph_level: str = "all") -> None:
         """``model_bytes`` / ``tokenizer_json``: the files' contents already read (and hash-checked,
         ``model_export.verified_bytes``), loaded instead of reading the paths again. ``batch_tokens``: padded
         tokens a batch at most (None: ``batch_size`` texts whatever their length; the int8 graph scales its
-        activations per batch, so its vectors depend on the batches and keep the ones they always had)."""
+        activations per batch: a text of more than half the budget runs alone, so its vector is the one it gets
+        alone). ``graph_level``: ONNX Runtime's graph optimisations, ``all`` (its default) or ``basic``
+        (``model_export.INT8_GRAPH_LEVEL``: the int8 graph's layer norms stay unfused)."""
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -78,6 +81,11 @@ class OnnxEncoder:
         opts.intra_op_num_threads = 1  # one thread per run: the parallelism is across batches
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3  # errors only: ORT's warnings are not the user's business
+        level = ort.GraphOptimizationLevel
+        levels = {"all": level.ORT_ENABLE_ALL, "basic": level.ORT_ENABLE_BASIC}
+        if graph_level not in levels:
+            raise EmbeddingModelError(f"unknown ONNX Runtime graph level {graph_level!r}")
+        opts.graph_optimization_level = levels[graph_level]
         # (were more threads set) idle intra-op threads sleep instead of spin-waiting: a harvest shares the
         # cores with Chromium and extraction, and ORT's default spins after every run.
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")

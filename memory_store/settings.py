@@ -52,7 +52,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("BRT_EMBED_MODEL", "embed_model", "unset (the bundled all-MiniLM-L6-v2)",
              "embedding model name or local path; overrides the charter's memory.embedding_model"),
     Variable("BRT_EMBED_BACKEND", "embed_backend", "auto",
-             "engine of the bundled model: auto, onnx (fp32), onnx-int8 or flag (FlagEmbedding on torch, fp32)"),
+             "engine of the bundled model: auto (a new store onnx, an existing one its precision), onnx (fp32), "
+             "onnx-int8 or flag (FlagEmbedding on torch, fp32)"),
     Variable("BRT_TORCH_THREADS", "torch_threads", "0 (every core)", "CPU threads for embedding, any backend"),
     Variable("BRT_MODEL_CACHE", "model_cache", "<venv>/share/brt/models, else $BRT_HOME/models",
              "where the ONNX exports of the bundled model are cached"),

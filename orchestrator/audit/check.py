@@ -377,7 +377,7 @@ def _support(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource
 
 
 def _judge(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource) -> tuple[str, Evidence]:
-    from memory_store.embeddings import get_embedder
+    from memory_store.embeddings import full_precision
 
     from .support import SUPPORTED, WEAK, closest, passages
 
@@ -387,7 +387,7 @@ def _judge(claim: ReportClaim, pages: list[SourcePage], source: EvidenceSource) 
         for text in texts:
             candidates += [(p, page) for p in passages(text)]
     candidates = list({(p, page.url): (p, page) for p, page in candidates}.values())
-    read = closest(claim.plain, [p for p, _ in candidates], get_embedder()) if candidates else []
+    read = closest(claim.plain, [p for p, _ in candidates], full_precision()) if candidates else []
     if not read:
         page = pages[0]
         return "not found there", Evidence(page.url, page.last_updated, None, 0.0)

@@ -169,7 +169,7 @@ def from_store(charter: Charter, *, verify: bool = True) -> EvidenceSource:
     ]
     synthesis = stored_synthesis(mem)
     return EvidenceSource("store", Path(charter.source or charter.id), charter.id, list(charter.allowed_domains),
-                          pages, chunks, _block_index(synthesis), mem.model_name, lambda: mem.embedder,
+                          pages, chunks, _block_index(synthesis), mem.model_name, lambda: mem.feature_embedder,
                           _acceptance(synthesis), verified, warnings)
 
 
@@ -229,9 +229,9 @@ def from_snapshot(path: str | Path, charter: Charter | None = None, *, verify: b
     model = snap.manifest.get("embedding_model")
 
     def load() -> Any:
-        from memory_store.embeddings import get_embedder
+        from memory_store.embeddings import full_precision
 
-        return get_embedder(model)
+        return full_precision(model)
 
     return EvidenceSource("snapshot", snap.path, snap.charter_id, allowed, pages, chunks,
                           _block_index(snap.synthesis), model, load, _acceptance(snap.synthesis), verified, warnings)

@@ -48,7 +48,7 @@ class SynthesisCache:
 
     @classmethod
     def for_memory(cls, memory: Memory) -> SynthesisCache:
-        return cls(memory, sentence_vectors(memory.embedder))
+        return cls(memory, sentence_vectors(memory.feature_embedder))
 
     def positions(self, hits: Sequence[Hit]) -> dict[str, float]:
         for h in hits:
@@ -115,7 +115,7 @@ def candidates_for(
     chunks, spans = candidate_spans(hits, question.terms)
     if not spans:
         return Candidates(queries, hits, chunks, [], [])
-    embedder = memory.embedder
+    embedder = memory.feature_embedder
     qvec, tvec = embedder.embed_queries([section.effective_question, topic_phrase(section)])
     sentences = [cache.vectors(c.sentences) if c.sentences else np.zeros((0, len(qvec)), "float32") for c in chunks]
     titles = {str(h.metadata.get("url") or ""): (h.metadata.get("title") or "").strip() for h in hits}

@@ -129,10 +129,22 @@ def test_onnx_tokens_equal_flagembedding(flag, onnx_fp32):
 
 def test_onnx_int8_close_to_fp32_but_not_identical(flag, onnx_int8):
     assert onnx_int8.precision == "int8"
-    assert onnx_int8._onnx.batch_tokens is None  # scales per batch: it keeps its batches of 32 texts
     cos = np.sum(flag.embed_documents(TEXTS) * onnx_int8.embed_documents(TEXTS), axis=1)
     assert cos.min() >= 0.98, cos
     assert cos.max() < 0.999999  # really the quantised graph
+
+
+def test_onnx_int8_chunk_vectors_do_not_depend_on_their_neighbours(onnx_int8, monkeypatch):
+    """The int8 graph scales activations per batch; a text of half the token budget or more runs alone, so a
+    chunk's vector is the one it gets alone, whatever else is embedded with it (short texts share batches)."""
+    monkeypatch.setattr(onnx_int8._onnx, "threads", 2)
+    chunks = [TEXTS[4], TEXTS[4][:900], " ".join(TEXTS[:4] * 2)]
+    assert all(onnx_int8.count_tokens(c) + 2 > 128 for c in chunks)
+    alone = np.stack([onnx_int8.embed_documents([c])[0] for c in chunks])
+    shorts = [f"{i} short sentence number {i} about paint timing." for i in range(30)]
+    for company in (shorts, shorts[:3], [*TEXTS, *shorts]):
+        together = onnx_int8.embed_documents([*company, *chunks])[-len(chunks):]
+        assert np.abs(together - alone).max() <= 1e-6
 
 
 def test_backend_selection(monkeypatch):
@@ -382,3 +394,44 @@ def test_lazy_init_only_for_plain_import_files():
     assert names == {"C": ("a.b", "C"), "F": ("a.d", "E")} and plain == {"__version__": "1.0"}
     assert _parse_init("from a import b\nb.setup()\n") is None  # code: the real module is used
     assert _parse_init("from a import (\n    b,\n)\n") is None
+
+
+def test_fitted_features_read_fp32_vectors_over_an_int8_store(brt_home, monkeypatch, onnx_fp32, onnx_int8):
+    """The evidence scorer, acceptance judge and claim support were fitted on fp32 vectors: over an int8 store the
+    features computed from text (quote, sentence, heading, title and question cosines) come from the model's fp32
+    vectors, searching keeps the store's int8, and only the chunk's retrieval cosine (``chunk_cos``, the hit's
+    score) is the store's own. A small store's section (every chunk retrieved either way) gets the same candidates,
+    the same features but that one, and the same blocks from an int8 and an fp32 store."""
+    from dataclasses import asdict
+
+    from memory_store.embeddings import fp32_embedder, full_precision
+    from orchestrator.charter import Section
+    from orchestrator.evidence import section_candidates, synthesize_section
+
+    pages = [
+        {"url": "https://guide.example/lcp", "text": f"{TEXTS[0]} {TEXTS[2]}", "last_updated": "2025-05-01"},
+        {"url": "https://guide.example/inp", "text": f"{TEXTS[5]} {TEXTS[4][:300]}", "last_updated": "2025-05-02"},
+    ]
+    section = Section(title="LCP", question="How quickly should the largest contentful paint happen?")
+    found, blocks = {}, {}
+    for backend in ("onnx", "onnx-int8"):
+        monkeypatch.setenv("BRT_EMBED_BACKEND", backend)
+        mem = Memory(f"features_{backend}")
+        mem.add_many(pages)
+        assert mem.embedder.backend == backend
+        assert mem.feature_embedder is onnx_fp32  # the fp32 engine, whatever the store holds
+        cands = section_candidates(mem, section, k=3)
+        found[backend] = {s.quote: asdict(f) for s, f in zip(cands.spans, cands.features, strict=True)}
+        blocks[backend] = [(b.quote, b.url) for b in synthesize_section(mem, section, k=3).blocks]
+    fp32, int8 = found["onnx"], found["onnx-int8"]
+    assert fp32 and set(fp32) == set(int8)
+    for quote, features in fp32.items():
+        other = dict(int8[quote])
+        assert abs(other.pop("chunk_cos") - features.pop("chunk_cos")) < 0.03
+        assert other == features
+    assert blocks["onnx"] and blocks["onnx"] == blocks["onnx-int8"]
+    monkeypatch.delenv("BRT_EMBED_BACKEND")
+    assert fp32_embedder(onnx_int8) is onnx_fp32 and fp32_embedder(onnx_fp32) is onnx_fp32
+    assert full_precision() is onnx_fp32
+    monkeypatch.setenv("BRT_EMBED_BACKEND", "flag")  # an fp32 engine named for the stores is the one used
+    assert full_precision().backend == "flag"

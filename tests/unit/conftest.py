@@ -23,6 +23,7 @@ def no_model_no_browser(monkeypatch):
     no_model = _refuse("load the embedding model")
     for module in (memory_store, memory_store.embeddings, memory_store.memory):
         monkeypatch.setattr(module, "get_embedder", no_model)
+    monkeypatch.setattr(memory_store.embeddings, "_loaded", no_model)
     import playwright.async_api
     import playwright.sync_api
 

@@ -83,7 +83,7 @@ def audit_synthesis(charter: Charter, result: SynthesisResult, memory: Memory, c
 
     sections = [section_json(s) for s in result.sections]
     result.acceptance = judge_acceptance(
-        list(charter.acceptance), sections, memory.embedder, min_score=result.min_score
+        list(charter.acceptance), sections, memory.feature_embedder, min_score=result.min_score
     )
     result.conflicts, result.agreements = find_conflicts(
         [
