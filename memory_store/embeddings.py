@@ -412,7 +412,7 @@ def _loaded(name: str, engines: tuple[str, ...]) -> Embedder:
             raise EmbeddingModelError(f"embedding model folder {path} for {name!r} does not exist")
         for i, engine in enumerate(engines):
             try:
-                embedder = _cache.get(f"{name}|{engine}") or Embedder(name, path, backend=engine)
+                embedder = Embedder(name, path, backend=engine)  # none of ``engines`` is cached (above)
             except EmbeddingModelError as exc:
                 if i == len(engines) - 1:
                     raise

@@ -5,7 +5,6 @@ their text, and every chunk), as one typed record."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +47,6 @@ class EvidenceSource:
     chunks: list[SourceChunk]
     blocks: dict[tuple[str, int], dict[str, Any]]  # (label, n) -> a block of the recorded synthesis
     model: str | None
-    load_embedder: Callable[[], Any]
     acceptance: list[dict[str, Any]] | None = None  # the recorded synthesis's verdicts (None: none recorded)
     verified: str | None = None  # what was verified before the check (the snapshot's or the store's verdict)
     warnings: list[str] = field(default_factory=list)  # what that verification warned of
@@ -80,9 +78,6 @@ class EvidenceSource:
             for chunk in self._chunks_by_key.get(url_key(url) or "", []):
                 seen.setdefault(chunk.id, chunk)
         return list(seen.values())
-
-    def embedder(self) -> Any:
-        return self.load_embedder()
 
 
 @dataclass(frozen=True)
@@ -169,7 +164,7 @@ def from_store(charter: Charter, *, verify: bool = True) -> EvidenceSource:
     ]
     synthesis = stored_synthesis(mem)
     return EvidenceSource("store", Path(charter.source or charter.id), charter.id, list(charter.allowed_domains),
-                          pages, chunks, _block_index(synthesis), mem.model_name, lambda: mem.feature_embedder,
+                          pages, chunks, _block_index(synthesis), mem.model_name,
                           _acceptance(synthesis), verified, warnings)
 
 
@@ -227,11 +222,5 @@ def from_snapshot(path: str | Path, charter: Charter | None = None, *, verify: b
         for cid, rec in snap.chunks.items()
     ]
     model = snap.manifest.get("embedding_model")
-
-    def load() -> Any:
-        from memory_store.embeddings import full_precision
-
-        return full_precision(model)
-
     return EvidenceSource("snapshot", snap.path, snap.charter_id, allowed, pages, chunks,
-                          _block_index(snap.synthesis), model, load, _acceptance(snap.synthesis), verified, warnings)
+                          _block_index(snap.synthesis), model, _acceptance(snap.synthesis), verified, warnings)
